@@ -1,0 +1,89 @@
+"""pytest-sglang: an SGLang server configuration as a pass/fail acceptance gate.
+
+The public API is listed in ``__all__`` and loaded lazily (PEP 562), so that pytest loading the
+plugin does not import httpx, aiohttp or docker.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+#: Tested SGLang release (schemas, simulator fidelity, default docker image).
+SGLANG_VERSION = "0.5.23"
+
+_EXPORTS: dict[str, str] = {
+    # server lifecycle
+    "start_server": "pytest_sglang.server",
+    "SGLangServer": "pytest_sglang.server",
+    "LaunchConfig": "pytest_sglang.server",
+    # validation
+    "validate_payload": "pytest_sglang.validation",
+    "load_schema": "pytest_sglang.validation",
+    # load generation
+    "run_load": "pytest_sglang.loadgen",
+    "LoadSpec": "pytest_sglang.loadgen",
+    "LoadResult": "pytest_sglang.loadgen",
+    # gates
+    "assert_capacity": "pytest_sglang.gates.capacity",
+    "assert_hicache": "pytest_sglang.gates.hicache",
+    "assert_throughput": "pytest_sglang.gates.throughput",
+    "Check": "pytest_sglang.gates.base",
+    "GateOutcome": "pytest_sglang.gates.base",
+    # planning
+    "plan_hicache": "pytest_sglang.hostmem",
+    # simulator
+    "Simulator": "pytest_sglang.simulator",
+    # errors
+    "SGLangError": "pytest_sglang.errors",
+    "ConfigError": "pytest_sglang.errors",
+    "PreflightError": "pytest_sglang.errors",
+    "ServerStartError": "pytest_sglang.errors",
+    "ServerExited": "pytest_sglang.errors",
+    "ServerNotReady": "pytest_sglang.errors",
+    "ServerUnavailable": "pytest_sglang.errors",
+    "SchemaMismatch": "pytest_sglang.errors",
+    "DockerError": "pytest_sglang.errors",
+    "LoadGenError": "pytest_sglang.errors",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__", "SGLANG_VERSION"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_sglang' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .errors import (
+        ConfigError,
+        DockerError,
+        LoadGenError,
+        PreflightError,
+        SchemaMismatch,
+        SGLangError,
+        ServerExited,
+        ServerNotReady,
+        ServerStartError,
+        ServerUnavailable,
+    )
+    from .gates.base import Check, GateOutcome
+    from .gates.capacity import assert_capacity
+    from .gates.hicache import assert_hicache
+    from .gates.throughput import assert_throughput
+    from .hostmem import plan_hicache
+    from .loadgen import LoadResult, LoadSpec, run_load
+    from .server import LaunchConfig, SGLangServer, start_server
+    from .simulator import Simulator
+    from .validation import load_schema, validate_payload

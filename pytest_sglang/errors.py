@@ -1,0 +1,99 @@
+"""Errors raised by pytest-sglang.
+
+Every error carries the object it is about and builds its message from five parts: what failed,
+where, the facts, evidence (a log tail, the last probe) and the fix (exact option names)::
+
+    SGLangError
+    ├── ConfigError            bad option, marker or launch-arg value (raised as pytest.UsageError
+    │                          by the plugin); names the option, the value and the fix
+    ├── PreflightError         the launch would not fit this host (hicache host pools); nothing started
+    ├── ServerStartError       the server did not become ready
+    │   ├── ServerExited       the process/container died before ready: exit code or signal, phase, log tail
+    │   └── ServerNotReady     the deadline passed: phase reached, last probe, log tail
+    ├── ServerUnavailable      attach mode: nothing answers at --sglang-url, or it answers wrongly
+    ├── SchemaMismatch         a payload does not match its schema: endpoint, schema $id, errors by JSON path
+    ├── DockerError            the Docker engine, image or container could not be used
+    └── LoadGenError           the load could not be generated at all (not a threshold miss)
+
+Threshold misses (capacity, hicache, throughput, SLO, baseline) are ``AssertionError``: a test
+FAILURE, never an ERROR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class SGLangError(Exception):
+    """Base class of every pytest-sglang error."""
+
+
+class ConfigError(SGLangError, ValueError):
+    """A setting, marker keyword or launch argument has a bad value."""
+
+    def __init__(self, source: str, value: object, problem: str, fix: str) -> None:
+        self.source = source
+        self.value = value
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{source}={value!r}: {problem}. Fix: {fix}")
+
+
+class PreflightError(SGLangError):
+    """The launch was refused before starting anything (e.g. hicache host pools do not fit)."""
+
+    def __init__(self, message: str, *, fix: str) -> None:
+        self.fix = fix
+        super().__init__(f"{message}\nFix: {fix}")
+
+
+class ServerStartError(SGLangError):
+    """The server did not become ready. Subclasses say why."""
+
+
+class ServerExited(ServerStartError):
+    """The server process (or container) exited before it was ready."""
+
+
+class ServerNotReady(ServerStartError):
+    """The startup deadline passed while the server was still not ready."""
+
+
+class ServerUnavailable(SGLangError):
+    """An attached server (``--sglang-url``) does not answer, or answers wrongly."""
+
+
+class SchemaMismatch(SGLangError):
+    """A server payload does not match its JSON Schema."""
+
+    def __init__(self, endpoint: str, schema_id: str, headline: str, errors: Sequence[str]) -> None:
+        self.endpoint = endpoint
+        self.schema_id = schema_id
+        self.headline = headline
+        self.errors = list(errors)
+        lines = [f"{endpoint} does not match schema {schema_id}: {headline}"]
+        lines += [f"  {e}" for e in self.errors]
+        lines.append("Fix: check the SGLang version, or run with --sglang-validate=warn to continue anyway.")
+        super().__init__("\n".join(lines))
+
+
+class DockerError(SGLangError):
+    """The Docker engine, the image or the container could not be used."""
+
+
+class LoadGenError(SGLangError):
+    """The load generator could not run the load at all (bad spec, server unreachable)."""
+
+
+__all__ = [
+    "ConfigError",
+    "DockerError",
+    "LoadGenError",
+    "PreflightError",
+    "SGLangError",
+    "SchemaMismatch",
+    "ServerExited",
+    "ServerNotReady",
+    "ServerStartError",
+    "ServerUnavailable",
+]

@@ -1,0 +1,1 @@
+"""Gates: checks that turn server facts and load results into pass/fail (see :mod:`.base`)."""

@@ -1,0 +1,148 @@
+"""Check records shared by every gate, marker, report and baseline.
+
+A gate (capacity, hicache, throughput, SLO, startup, baseline) evaluates to a :class:`GateOutcome`
+made of :class:`Check` records. ``assert_*`` helpers raise ``AssertionError(outcome.message())``;
+markers evaluate the same function, so both give the same message. Records are plain data
+(``to_dict``/``from_dict``) so that they travel from xdist workers to the controller through
+``item.user_properties`` and end up in the terminal summary, JSON, Markdown, JUnit and HTML reports.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+Value = float | int | str | bool | None
+
+_OPS = {
+    ">=": lambda m, r: m >= r,
+    "<=": lambda m, r: m <= r,
+    "==": lambda m, r: m == r,
+    "in": lambda m, r: m in r,
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One comparison: ``measured <op> required``, with its unit and where the figure came from."""
+
+    gate: str
+    metric: str
+    measured: Value
+    required: Value
+    op: str
+    unit: str = ""
+    source: str = ""
+    passed: bool = False
+    #: What moves this figure (flags), shown on failure.
+    remedy: str = ""
+    #: Extra facts (e.g. the load shape), shown and stored.
+    detail: str = ""
+
+    def describe(self) -> str:
+        unit = f" {self.unit}" if self.unit else ""
+        verdict = "ok" if self.passed else "FAILED"
+        src = f" [{self.source}]" if self.source else ""
+        return f"{self.metric}: measured {fmt(self.measured)}{unit}, required {self.op} {fmt(self.required)}{unit}{src}: {verdict}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Check:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+def fmt(value: Value) -> str:
+    """Human formatting: thousands separators for ints, 4 significant digits for floats."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.4g}"
+    return str(value)
+
+
+def compare(gate: str, metric: str, measured: Value, op: str, required: Value, **extra: Any) -> Check:
+    """Build a :class:`Check`; a missing measurement (None) never passes."""
+    if op not in _OPS:
+        raise ValueError(f"unknown comparison {op!r}")
+    passed = measured is not None and bool(_OPS[op](measured, required))
+    return Check(gate=gate, metric=metric, measured=measured, required=required, op=op, passed=passed, **extra)
+
+
+@dataclass
+class GateOutcome:
+    """The result of one gate: its checks plus context (load shape, sources, server view)."""
+
+    gate: str
+    checks: list[Check] = field(default_factory=list)
+    #: Free-form facts shown under the checks (load shape, integrity counts, server's own view).
+    context: dict[str, Any] = field(default_factory=dict)
+    #: Extra lines for the failure message (e.g. "where each number came from").
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    def add(self, check: Check) -> Check:
+        self.checks.append(check)
+        return check
+
+    def message(self) -> str:
+        """The failure message: headline, every check, context, remedies (the same for assert_* and markers)."""
+        failed = self.failed
+        head = f"sglang {self.gate} gate failed: " + "; ".join(
+            f"{c.metric} {fmt(c.measured)}{(' ' + c.unit) if c.unit else ''} (required {c.op} {fmt(c.required)})"
+            for c in failed
+        ) if failed else f"sglang {self.gate} gate passed"
+        lines = [head]
+        lines += [f"  {c.describe()}" for c in self.checks]
+        for key, value in self.context.items():
+            lines.append(f"  {key}: {value}")
+        lines += [f"  {n}" for n in self.notes]
+        remedies = _unique(c.remedy for c in failed if c.remedy)
+        if remedies:
+            lines.append("Fix: " + "; ".join(remedies))
+        return "\n".join(lines)
+
+    def raise_for_failures(self) -> None:
+        __tracebackhide__ = True
+        if not self.passed:
+            raise AssertionError(self.message())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gate": self.gate, "checks": [c.to_dict() for c in self.checks],
+                "context": {k: _jsonable(v) for k, v in self.context.items()}, "notes": list(self.notes)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GateOutcome:
+        return cls(gate=data["gate"], checks=[Check.from_dict(c) for c in data.get("checks", [])],
+                   context=dict(data.get("context", {})), notes=list(data.get("notes", [])))
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        seen.setdefault(item, None)
+    return list(seen)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return str(value)
