@@ -219,7 +219,11 @@ def _convert(option: Option, raw: Any, source: str) -> Any:
     try:
         if option.kind == "list":
             items = raw if isinstance(raw, (list, tuple)) else shlex.split(str(raw))
-            return tuple(option.parse(str(item)) for item in items)
+            out = []
+            for item in items:
+                raw = item  # name the bad item, not the whole list
+                out.append(option.parse(str(item)))
+            return tuple(out)
         if option.kind in ("flag", "negatable") and isinstance(raw, bool):
             return raw
         value = option.parse(str(raw))

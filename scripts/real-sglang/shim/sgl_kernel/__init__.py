@@ -1,0 +1,46 @@
+"""Import-only stand-in for SGLang's CPU ``sgl_kernel`` extension.
+
+With ``SGLANG_USE_CPU_ENGINE=1``, SGLang 0.5.23 runs ``from sgl_kernel import <op>`` at module
+import in a few places. The CPU build of sgl-kernel is compiled from SGLang's sources and is not
+published on the package index, so without a stand-in the server cannot even import.
+
+Every attribute of this module is a placeholder: importing any name works, and *calling* it raises
+``NotImplementedError`` with the op's name. Nothing fakes a kernel's result, so if a code path ever
+needs a real CPU kernel the server fails loudly instead of computing garbage. With the tiny Llama
+model, ``--attention-backend torch_native`` and no AMX, no op is called.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+__version__ = "0.0.0+pytest-sglang-shim"
+
+
+class MissingKernel:
+    """A named placeholder for one sgl_kernel op that refuses to run."""
+
+    def __init__(self, name: str) -> None:
+        self.__name__ = name
+        self.__qualname__ = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise NotImplementedError(
+            f"sgl_kernel stand-in (pytest-sglang): op {self.__name__!r} has no CPU implementation here"
+        )
+
+    def __getattr__(self, name: str) -> MissingKernel:
+        # Sub-namespaces such as sgl_kernel.ops.<x> resolve to placeholders too.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return MissingKernel(f"{self.__name__}.{name}")
+
+    def __repr__(self) -> str:
+        return f"<sgl_kernel stand-in: {self.__name__}>"
+
+
+def __getattr__(name: str) -> MissingKernel:
+    # Dunder lookups (e.g. __path__, __file__ probes by importlib/inspect) must stay real misses.
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return MissingKernel(name)
