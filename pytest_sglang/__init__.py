@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "run_load": "pytest_sglang.loadgen",
     "LoadSpec": "pytest_sglang.loadgen",
     "LoadResult": "pytest_sglang.loadgen",
+    "RequestRecord": "pytest_sglang.loadgen",
     # gates
     "assert_capacity": "pytest_sglang.gates.capacity",
     "assert_hicache": "pytest_sglang.gates.hicache",
@@ -49,7 +50,36 @@ _EXPORTS: dict[str, str] = {
     "LoadGenError": "pytest_sglang.errors",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__", "SGLANG_VERSION"])
+__all__ = [
+    "Check",
+    "ConfigError",
+    "DockerError",
+    "GateOutcome",
+    "LaunchConfig",
+    "LoadGenError",
+    "LoadResult",
+    "LoadSpec",
+    "PreflightError",
+    "RequestRecord",
+    "SGLANG_VERSION",
+    "SGLangError",
+    "SGLangServer",
+    "SchemaMismatch",
+    "ServerExited",
+    "ServerNotReady",
+    "ServerStartError",
+    "ServerUnavailable",
+    "Simulator",
+    "__version__",
+    "assert_capacity",
+    "assert_hicache",
+    "assert_throughput",
+    "load_schema",
+    "plan_hicache",
+    "run_load",
+    "start_server",
+    "validate_payload",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -72,18 +102,18 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         LoadGenError,
         PreflightError,
         SchemaMismatch,
-        SGLangError,
         ServerExited,
         ServerNotReady,
         ServerStartError,
         ServerUnavailable,
+        SGLangError,
     )
     from .gates.base import Check, GateOutcome
     from .gates.capacity import assert_capacity
     from .gates.hicache import assert_hicache
     from .gates.throughput import assert_throughput
     from .hostmem import plan_hicache
-    from .loadgen import LoadResult, LoadSpec, run_load
+    from .loadgen import LoadResult, LoadSpec, RequestRecord, run_load
     from .server import LaunchConfig, SGLangServer, start_server
     from .simulator import Simulator
     from .validation import load_schema, validate_payload

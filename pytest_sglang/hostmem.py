@@ -11,6 +11,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only for annotations: hostmem stays import-light
+    from .sglang_args import LaunchArgs
 
 GB = 10**9
 GiB = 2**30
@@ -84,10 +88,10 @@ def _read_int(path: Path) -> int | None:
         return None
 
 
-def _meminfo() -> dict[str, int]:
+def _meminfo(path: Path = Path("/proc/meminfo")) -> dict[str, int]:
     out: dict[str, int] = {}
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
+        for line in path.read_text().splitlines():
             key, _, rest = line.partition(":")
             parts = rest.split()
             if parts:
@@ -113,7 +117,12 @@ def _cgroup_headroom(root: Path = Path("/sys/fs/cgroup")) -> tuple[int, str] | N
 
 def read_host_memory() -> HostMemory:
     """MemAvailable, bounded by any cgroup limit (as SGLang 0.5.23 does, §11)."""
-    info = _meminfo()
+    return read_host_memory_at(Path("/proc/meminfo"), Path("/sys/fs/cgroup"))
+
+
+def read_host_memory_at(meminfo_path: Path, cgroup_root: Path) -> HostMemory:
+    """:func:`read_host_memory` with explicit paths (tests use a fake /proc/meminfo and cgroup dir)."""
+    info = _meminfo(meminfo_path)
     available = info.get("MemAvailable")
     total = info.get("MemTotal")
     if available is None:
@@ -121,7 +130,7 @@ def read_host_memory() -> HostMemory:
         available = os.sysconf("SC_AVPHYS_PAGES") * page
         total = os.sysconf("SC_PHYS_PAGES") * page
     source = "MemAvailable of /proc/meminfo"
-    cgroup = _cgroup_headroom()
+    cgroup = _cgroup_headroom(cgroup_root)
     if cgroup is not None and cgroup[0] < available:
         available, source = cgroup[0], cgroup[1]
     return HostMemory(available_bytes=available, total_bytes=total, source=source)
@@ -212,3 +221,34 @@ def estimate_max_total_num_tokens(
     """SGLang's KV pool size: (GPU memory x mem_fraction_static - weights - other) / KV bytes per token."""
     rest = int(gpu_memory_bytes * mem_fraction_static) - weight_bytes_per_rank - other_bytes_per_rank
     return max(0, rest // kv_bytes_per_token)
+
+
+def auto_hicache_ratio(
+    *, available_bytes: int, ranks_per_host: int, fraction: float, device_pool_bytes_per_rank: int,
+) -> float:
+    """SGLang 0.5.23's auto-sized ratio (neither --hicache-size nor --hicache-ratio given, §11):
+    min(2.0, floor((available - 10 GiB) / ranks_per_host) x fraction x 0.95 / device KV bytes)."""
+    budget = sglang_budget_bytes(available_bytes, ranks_per_host) * fraction
+    return max(0.0, min(2.0, budget * 0.95 / max(1, device_pool_bytes_per_rank)))
+
+
+def plan_for_launch(
+    args: LaunchArgs, *, host: HostMemory, reserve_bytes: int, device_pool_bytes_per_rank: int | None = None,
+) -> HicachePlan:
+    """:func:`plan_hicache` for parsed launch args: the one call shared by the preflight and ``plan``.
+
+    When neither ``--hicache-size`` nor ``--hicache-ratio`` is given, SGLang auto-sizes the ratio to
+    the host (so the default never over-commits); that is reproduced when the device pool is known.
+    """
+    ratio = args.hicache_ratio
+    if (args.enable_hierarchical_cache and args.hicache_size <= 0 and ratio is None
+            and device_pool_bytes_per_rank is not None):
+        ratio = auto_hicache_ratio(
+            available_bytes=host.available_bytes,
+            ranks_per_host=sglang_ranks_per_host(args.tp_size, args.pp_size, args.nnodes),
+            fraction=args.hicache_host_memory_fraction, device_pool_bytes_per_rank=device_pool_bytes_per_rank)
+    return plan_hicache(
+        enabled=args.enable_hierarchical_cache, hicache_size_gb=args.hicache_size, hicache_ratio=ratio,
+        tp_size=args.tp_size, pp_size=args.pp_size, dp_size=args.dp_size, nnodes=args.nnodes, host=host,
+        reserve_bytes=reserve_bytes, device_pool_bytes_per_rank=device_pool_bytes_per_rank,
+    )

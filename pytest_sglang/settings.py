@@ -5,7 +5,8 @@ env ``PYTEST_SGLANG_X_Y``. Precedence, from high to low (implemented once, in :f
 
 1. the command line
 2. the environment (``PYTEST_SGLANG_*``; ``SGLANG_API_KEY`` is also read for the API key)
-3. the ini file (``pytest.ini``, ``tox.ini``, ``setup.cfg`` or ``[tool.pytest.ini_options]``/``[tool.pytest]``)
+3. the ini file (``pytest.ini``, ``tox.ini``, ``setup.cfg``, ``[tool.pytest.ini_options]`` or
+   ``[tool.pytest]``)
 4. the default
 
 CLI flags default to ``None`` so that "not given" can be told apart from ``false``/``0``.
@@ -23,6 +24,8 @@ from typing import Any
 
 from .errors import ConfigError
 
+__all__ = ["OPTIONS", "ConfigError", "Option", "Settings", "resolve"]
+
 
 def parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
@@ -33,15 +36,22 @@ def parse_bool(text: str) -> bool:
     raise ValueError("expected one of true/false, 1/0, yes/no, on/off")
 
 
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError("expected a number, e.g. 900 or 2.5") from None
+
+
 def parse_positive_float(text: str) -> float:
-    value = float(text)
+    value = _float(text)
     if not value > 0:
         raise ValueError("must be a number greater than 0")
     return value
 
 
 def parse_nonnegative_float(text: str) -> float:
-    value = float(text)
+    value = _float(text)
     if value < 0:
         raise ValueError("must be a number >= 0")
     return value
@@ -63,7 +73,10 @@ def parse_str(text: str) -> str:
 
 def parse_args(text: str) -> list[str]:
     """shlex-split (no shell is ever involved: the result is an argv list)."""
-    return shlex.split(text)
+    try:
+        return shlex.split(text)
+    except ValueError as exc:  # e.g. "No closing quotation"
+        raise ValueError(f"cannot be split like a shell command line ({exc})") from None
 
 
 def parse_env_pair(text: str) -> str:
@@ -86,6 +99,8 @@ class Option:
     env_aliases: tuple[str, ...] = ()
     cli_only: bool = False
     secret: bool = False
+    #: The value may be a bare number in ``[tool.pytest]`` TOML (``sglang_startup_timeout = 900``).
+    number: bool = False
 
     @property
     def cli(self) -> str:
@@ -102,6 +117,10 @@ class Option:
 
 _RUNNERS = ("process", "simulator", "docker")
 
+#: What ``--sglang-simulate`` launches when no ``--sglang-launch`` is given: the simulator's
+#: smallest profile, which starts in well under a second.
+SIMULATE_DEFAULT_LAUNCH: tuple[str, ...] = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny")
+
 # Help-text style: start lowercase, no trailing period, say the unit, name the default.
 OPTIONS: tuple[Option, ...] = (
     Option("sglang_url", "attach to a running SGLang server at URL; it is never stopped or signalled",
@@ -114,30 +133,34 @@ OPTIONS: tuple[Option, ...] = (
            parse=parse_bool, kind="flag", default=False),
     Option("sglang_command", "command prefix (shlex-split) replacing '<python> -m sglang.launch_server'",
            parse=parse_args, metavar="CMD"),
-    Option("sglang_python", "interpreter for the default command, e.g. a separate SGLang venv", metavar="PATH"),
+    Option("sglang_python", "interpreter for the default command, e.g. a separate SGLang venv",
+           metavar="PATH"),
     Option("sglang_env", "extra environment for the server, KEY=VALUE (repeatable)",
            parse=parse_env_pair, kind="list", default=(), metavar="KEY=VALUE"),
     Option("sglang_startup_timeout", "one deadline in seconds for the whole start (default 1800)",
-           parse=parse_positive_float, default=1800.0, metavar="S"),
+           parse=parse_positive_float, default=1800.0, metavar="S", number=True),
     Option("sglang_api_key", "API key sent as a Bearer token (also read from SGLANG_API_KEY)",
            env_aliases=("SGLANG_API_KEY",), metavar="KEY", secret=True),
     Option("sglang_validate", "what schema mismatches do: strict, warn or off (default strict)",
            parse=parse_choice("strict", "warn", "off"), default="strict", metavar="MODE"),
-    Option("sglang_host_memory_reserve_gb", "host memory (decimal GB) kept free by the hicache preflight (default 10)",
-           parse=parse_nonnegative_float, default=10.0, metavar="N"),
+    Option("sglang_host_memory_reserve_gb",
+           "host memory (decimal GB) kept free by the hicache preflight (default 10)",
+           parse=parse_nonnegative_float, default=10.0, metavar="N", number=True),
     Option("sglang_no_preflight", "skip the hicache host-memory preflight before launching",
            parse=parse_bool, kind="flag", default=False),
     Option("sglang_log_dir", "directory for server logs (default under pytest's basetemp)", metavar="DIR"),
-    Option("sglang_kill", "stop servers and containers left behind by earlier runs of this plugin, report, exit",
+    Option("sglang_kill",
+           "stop servers and containers left behind by earlier runs of this plugin, report, exit",
            parse=parse_bool, kind="flag", default=False, cli_only=True),
     # docker runner
     Option("sglang_image", "docker image for the docker runner (default: the tested SGLang release)",
            metavar="IMAGE"),
     Option("sglang_gpus", "GPUs for the container: all, none, a count N, or IDs like 0,1 (default all)",
-           default="all", metavar="GPUS"),
+           default="all", metavar="GPUS", number=True),
     Option("sglang_shm_size", "container /dev/shm size (default 32g, as SGLang's docs recommend)",
            default="32g", metavar="SIZE"),
-    Option("sglang_ipc_host", "run the container with --ipc=host (default on; --no-sglang-ipc-host turns it off)",
+    Option("sglang_ipc_host",
+           "run the container with --ipc=host (default on; --no-sglang-ipc-host turns it off)",
            parse=parse_bool, kind="negatable", default=True),
     Option("sglang_volume", "bind mount SRC:DST[:ro] for the container (repeatable)",
            kind="list", default=(), metavar="SRC:DST[:ro]"),
@@ -150,10 +173,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("sglang_report", "write a JSON report (schemas/report.schema.json) to PATH", metavar="PATH"),
     Option("sglang_report_requests", "include per-request records in the JSON report",
            parse=parse_bool, kind="flag", default=False),
-    Option("sglang_markdown", "write the gate summary as Markdown to PATH (default $GITHUB_STEP_SUMMARY if set)",
+    Option("sglang_markdown",
+           "write the gate summary as Markdown to PATH (default $GITHUB_STEP_SUMMARY if set)",
            metavar="PATH"),
     Option("sglang_baseline", "compare against a previous JSON report", metavar="PATH"),
-    Option("sglang_max_regression", "allowed regression vs the baseline: 5% or output_throughput:5%,p99_ttft_ms:10%",
+    Option("sglang_max_regression",
+           "allowed regression vs the baseline: 5% or output_throughput:5%,p99_ttft_ms:10%",
            metavar="LIMITS"),
     Option("sglang_baseline_strict", "fail (not warn) when the baseline's fingerprint differs",
            parse=parse_bool, kind="flag", default=False),
@@ -206,6 +231,20 @@ class Settings:
         return "simulator" if self.sglang_simulate else "process"
 
     @property
+    def launch_args(self) -> tuple[str, ...] | None:
+        """The launch args to use, or None when nothing is to be launched."""
+        if self.sglang_launch is not None:
+            return self.sglang_launch
+        return SIMULATE_DEFAULT_LAUNCH if self.runner == "simulator" else None
+
+    @property
+    def mode(self) -> str | None:
+        """``attach`` (a URL wins over a launch), ``launch``, or None when nothing is configured."""
+        if self.sglang_url is not None:
+            return "attach"
+        return "launch" if self.launch_args is not None else None
+
+    @property
     def env_dict(self) -> dict[str, str]:
         return dict(pair.split("=", 1) for pair in self.sglang_env)
 
@@ -246,7 +285,8 @@ def resolve(
         if raw_cli is not None and raw_cli != [] and raw_cli != ():
             values[option.name], sources[option.name] = _convert(option, raw_cli, "cli"), "cli"
             continue
-        env_name = next((n for n in (option.env, *option.env_aliases) if environ.get(n) not in (None, "")), None)
+        names = (option.env, *option.env_aliases)
+        env_name = next((n for n in names if environ.get(n) not in (None, "")), None)
         if env_name is not None and not option.cli_only:
             values[option.name] = _convert(option, environ[env_name], f"env {env_name}")
             sources[option.name] = f"env {env_name}"

@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
-# The test suite, from a fresh machine: installs what every tier needs, then runs ONE pytest session.
-#   tiers: unit + plugin (simulator subprocesses), real SGLang 0.5.23 on CPU, Docker engine, headless Chromium.
+# The test suite from a fresh machine: install what every tier needs, then run ONE pytest session:
+#   unit + simulator + engine + plugin (simulator subprocesses), real SGLang 0.5.23 on CPU,
+#   a real Docker engine, and headless Chromium for the HTML report.
 # Extra arguments go to pytest (e.g. `bash scripts/test.sh -x tests/unit`).
+# PYTEST_SGLANG_SKIP_REAL=1 / PYTEST_SGLANG_SKIP_DOCKER=1 leave a tier out (it is then reported as skipped).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/bootstrap.sh
 export PATH="$PWD/.venv/bin:$PATH"
 tiers=()
 if [[ "${PYTEST_SGLANG_SKIP_REAL:-0}" != 1 ]]; then
-  bash scripts/real-sglang/setup.sh && tiers+=(--run-real-sglang)
+  setup_out="$(mktemp)"
+  bash scripts/real-sglang/setup.sh | tee "$setup_out"
+  REAL_SGLANG_PYTHON="$(sed -n 's/^REAL_SGLANG_PYTHON=//p' "$setup_out")"
+  REAL_SGLANG_MODEL="$(sed -n 's/^REAL_SGLANG_MODEL=//p' "$setup_out")"
+  export REAL_SGLANG_PYTHON REAL_SGLANG_MODEL
+  rm -f "$setup_out"
+  tiers+=(--run-real-sglang)
 fi
 if [[ "${PYTEST_SGLANG_SKIP_DOCKER:-0}" != 1 ]]; then
-  bash scripts/docker/setup.sh && tiers+=(--run-docker)
+  bash scripts/docker/engine.sh
+  bash scripts/docker/build-image.sh
+  tiers+=(--run-docker)
 fi
 if ! command -v chromium >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
-  (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 || echo "chromium could not be installed"
+  echo "[chromium] installing Debian's chromium for the HTML report test"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null
 fi
 exec .venv/bin/pytest "${tiers[@]}" "$@"

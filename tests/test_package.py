@@ -12,7 +12,7 @@ import pytest_sglang
 
 EXPECTED_PUBLIC = {
     "Check", "ConfigError", "DockerError", "GateOutcome", "LaunchConfig", "LoadGenError", "LoadResult",
-    "LoadSpec", "PreflightError", "SGLANG_VERSION", "SGLangError", "SGLangServer", "SchemaMismatch",
+    "LoadSpec", "PreflightError", "RequestRecord", "SGLANG_VERSION", "SGLangError", "SGLangServer", "SchemaMismatch",
     "ServerExited", "ServerNotReady", "ServerStartError", "ServerUnavailable", "Simulator", "__version__",
     "assert_capacity", "assert_hicache", "assert_throughput", "load_schema", "plan_hicache", "run_load",
     "start_server", "validate_payload",

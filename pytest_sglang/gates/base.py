@@ -10,18 +10,29 @@ markers evaluate the same function, so both give the same message. Records are p
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 Value = float | int | str | bool | None
 
-_OPS = {
-    ">=": lambda m, r: m >= r,
-    "<=": lambda m, r: m <= r,
-    "==": lambda m, r: m == r,
-    "in": lambda m, r: m in r,
-}
+def _ge(m: Any, r: Any) -> bool:
+    return bool(m >= r)
+
+
+def _le(m: Any, r: Any) -> bool:
+    return bool(m <= r)
+
+
+def _eq(m: Any, r: Any) -> bool:
+    return bool(m == r)
+
+
+def _in(m: Any, r: Any) -> bool:
+    return bool(m in r)
+
+
+_OPS: dict[str, Callable[[Any, Any], bool]] = {">=": _ge, "<=": _le, "==": _eq, "in": _in}
 
 
 @dataclass(frozen=True)
@@ -72,7 +83,7 @@ def compare(gate: str, metric: str, measured: Value, op: str, required: Value, *
     """Build a :class:`Check`; a missing measurement (None) never passes."""
     if op not in _OPS:
         raise ValueError(f"unknown comparison {op!r}")
-    passed = measured is not None and bool(_OPS[op](measured, required))
+    passed = measured is not None and _OPS[op](measured, required)
     return Check(gate=gate, metric=metric, measured=measured, required=required, op=op, passed=passed, **extra)
 
 

@@ -47,13 +47,15 @@ GATES: tuple[MarkerGate, ...] = (
         "sglang_throughput", "pytest_sglang.gates.throughput:run_marker",
         "sglang_throughput(*, min_output_tok_s=None, min_request_s=None, max_ttft_ms_median=None, "
         "max_ttft_ms_p99=None, max_itl_ms_p99=None, max_tpot_ms_median=None, max_e2e_ms_p99=None, "
-        "max_error_rate=0, concurrency=None, request_rate=None, requests=..., input_len=..., output_len=..., "
+        "max_error_rate=0, concurrency=None, request_rate=None, requests=128, input_len=1024, output_len=256, "
         "api='native', repeats=1): run a load and fail unless it meets these floors and ceilings.",
     ),
     MarkerGate(
         "sglang_slo", "pytest_sglang.gates.slo:run_marker",
-        "sglang_slo(*, max_ttft_ms_p99=None, max_itl_ms_p99=None, ..., min_concurrency): find the highest "
-        "concurrency at which the SLO holds and fail if it is below min_concurrency.",
+        "sglang_slo(*, max_ttft_ms_p99=None, max_itl_ms_p99=None, max_tpot_ms_median=None, max_e2e_ms_p99=None, "
+        "min_concurrency, input_len=512, output_len=128, api='native', max_concurrency=512, max_requests=2000, "
+        "time_budget_s=300): find the highest concurrency at which the SLO holds and fail if it is below "
+        "min_concurrency.",
     ),
 )
 

@@ -1,0 +1,86 @@
+"""``python -m pytest_sglang compare OLD.json NEW.json``: the baseline comparison without pytest.
+
+Exit codes: 0 no regression, 1 regression (or, with ``--strict``, a different fingerprint),
+2 bad input (unreadable report, bad ``--max-regression``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ConfigError
+from ..gates.base import GateOutcome
+from ..report.baseline import Limits, compare_loads, load_report, parse_limits
+from ..report.fingerprint import differences
+from ..report.text import clip, value
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m pytest_sglang compare",
+                                description="Compare two pytest-sglang JSON reports (--sglang-report).")
+    p.add_argument("old", metavar="OLD.json", help="the baseline report")
+    p.add_argument("new", metavar="NEW.json", help="the report of the run to check")
+    p.add_argument("--max-regression", metavar="LIMITS", default=None,
+                   help="5%% or output_throughput:5%%,p99_ttft_ms:10%% (default: 5%% on the default metrics)")
+    p.add_argument("--strict", action="store_true", help="exit 1 when the fingerprints differ")
+    return p
+
+
+def compare_reports(old: dict[str, Any], new: dict[str, Any], limits: Limits) -> list[GateOutcome]:
+    baseline = {t["nodeid"]: t.get("loads", []) for t in old.get("tests", [])}
+    outcomes = []
+    for test in new.get("tests", []):
+        loads = test.get("loads", [])
+        if loads and test["nodeid"] in baseline:
+            outcome = compare_loads(test["nodeid"], baseline[test["nodeid"]], loads, limits)
+            if outcome is not None:
+                outcomes.append(outcome)
+    return outcomes
+
+
+def _print_outcomes(outcomes: Sequence[GateOutcome]) -> None:
+    print(f"  {'metric':<22} {'baseline -> this run':>34} {'limit':>11} verdict")
+    for outcome in outcomes:
+        print(clip(str(outcome.context.get("test", "")), 80))
+        for check in outcome.checks:
+            before = check.detail.removeprefix("baseline ").split(", this run ", 1)[0]
+            found = re.search(r"\(([-+][^)]*%)\)", check.detail)
+            change = found.group(1) if found else ""
+            moved = f"{before} -> {value(check.measured)} ({change})"
+            limit = f"{check.op} {value(check.required)}"
+            print(f"  {check.metric:<22} {clip(moved, 34):>34} {clip(limit, 11):>11} "
+                  f"{'ok' if check.passed else 'REGRESSED'}")
+        for note in outcome.notes:
+            if "not compared" in note:  # regressions are on their rows already
+                print(f"  {note}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        limits = parse_limits(args.max_regression)
+        old, new = load_report(args.old, "OLD.json"), load_report(args.new, "NEW.json")
+    except ConfigError as exc:
+        print(f"error: {exc}".replace("--sglang-max-regression", "--max-regression"), file=sys.stderr)
+        return 2
+    diff = differences(old.get("fingerprint", {}), new.get("fingerprint", {}))
+    print(f"baseline {args.old}\nthis run {args.new}")
+    if diff:
+        print("fingerprint DIFFERS" + (" (--strict: fails)" if args.strict else " (warning)") + ":")
+        print("\n".join(f"  - {d}" for d in diff))
+    else:
+        print("fingerprint matches")
+    outcomes = compare_reports(old, new, limits)
+    print(textwrap.fill("limits: " + ", ".join(f"{m} {p:g}%" for m, p in limits.items()), 80,
+                        subsequent_indent="        "))
+    if not outcomes:
+        print("nothing to compare: no test has load results in both reports")
+    _print_outcomes(outcomes)
+    regressions = [c for o in outcomes for c in o.failed]
+    print(f"{len(regressions)} regression(s) in {sum(len(o.checks) for o in outcomes)} comparisons")
+    return 1 if regressions or (diff and args.strict) else 0

@@ -1,0 +1,232 @@
+"""``python -m pytest_sglang load``: run a load against a server and print bench_serving's table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from ..errors import ConfigError, LoadGenError
+from ..loadgen import LoadResult, LoadSpec, run_load
+from ..redaction import register, scrub
+from ..settings import parse_positive_float
+
+EXIT_OK, EXIT_FAILED_REQUESTS, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid int value: {text!r} (expected a whole number >= 1)"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _nonneg_int(text: str) -> int:
+    return 0 if text.strip() == "0" else _positive_int(text)
+
+
+def _positive(text: str) -> float:
+    try:
+        return parse_positive_float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid value: {text!r} (expected a number > 0)") from None
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"invalid value: {text!r} (expected a number between 0 and 1)")
+    return value
+
+
+def _dataset(text: str) -> str:
+    kind, sep, path = text.partition(":")
+    if (kind == "random-ids" and not sep) or (kind in ("sharegpt", "jsonl") and path):
+        return text
+    raise argparse.ArgumentTypeError(f"invalid value: {text!r} (use random-ids, sharegpt:PATH or jsonl:PATH)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m pytest_sglang load",
+        description="Run a load against an SGLang server and print SGLang bench_serving's metrics.",
+        epilog="exit status: 0 all requests completed, 1 some requests failed, 2 bad options, "
+        "3 the load could not run (server unreachable, warmup rejected)",
+    )
+    p.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
+    shape = p.add_mutually_exclusive_group(required=True)
+    shape.add_argument("--concurrency", type=_positive_int, metavar="N", help="requests in flight at most")
+    shape.add_argument("--request-rate", type=_positive, metavar="R", help="Poisson arrivals, requests/s")
+    p.add_argument("--burstiness", type=_positive, default=1.0, help="gamma shape of arrivals (default 1.0)")
+    p.add_argument("--requests", type=_positive_int, required=True, metavar="N", help="timed requests")
+    p.add_argument("--input-len", type=_positive_int, required=True, metavar="L", help="prompt tokens")
+    p.add_argument("--output-len", type=_positive_int, required=True, metavar="L", help="output tokens")
+    p.add_argument(
+        "--range-ratio",
+        type=_ratio,
+        default=1.0,
+        metavar="F",
+        help="lengths drawn in [L*F, L] (default 1.0: fixed; bench_serving's default is 0.0)",
+    )
+    p.add_argument(
+        "--dataset",
+        type=_dataset,
+        default="random-ids",
+        help="random-ids (default), sharegpt:PATH or jsonl:PATH",
+    )
+    p.add_argument(
+        "--api",
+        choices=("native", "chat", "completions"),
+        default="native",
+        help="/generate (default), /v1/chat/completions or /v1/completions",
+    )
+    p.add_argument(
+        "--warmup", type=_nonneg_int, default=1, metavar="N", help="untimed warmup requests (default 1)"
+    )
+    p.add_argument("--api-key", default=None, metavar="KEY", help="sent as 'Authorization: Bearer KEY'")
+    p.add_argument(
+        "--processes", type=_positive_int, default=1, metavar="N", help="client processes (default 1)"
+    )
+    p.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="append the result as one JSON line with bench_serving's keys",
+    )
+    p.add_argument("--seed", type=int, default=42, help="dataset and arrival seed (default 42)")
+    p.add_argument(
+        "--timeout", type=_positive, default=600.0, metavar="S", help="per-request timeout (default 600)"
+    )
+    p.add_argument("--flush-cache", action="store_true", help="POST /flush_cache after the warmup")
+    p.add_argument("--disable-ignore-eos", action="store_true", help="let the model stop early")
+    p.add_argument("--model", default="default", help="model name sent to the OpenAI-compatible APIs")
+    p.add_argument("--records", action="store_true", help="include per-request records in --json")
+    return p
+
+
+def spec_from_args(args: argparse.Namespace) -> LoadSpec:
+    return LoadSpec(
+        requests=args.requests,
+        concurrency=args.concurrency,
+        request_rate=args.request_rate,
+        burstiness=args.burstiness,
+        input_len=args.input_len,
+        output_len=args.output_len,
+        range_ratio=args.range_ratio,
+        dataset=args.dataset,
+        api=args.api,
+        ignore_eos=not args.disable_ignore_eos,
+        warmup=args.warmup,
+        seed=args.seed,
+        timeout_s=args.timeout,
+        flush_cache=args.flush_cache,
+        processes=args.processes,
+        model=args.model,
+    )
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal; silent otherwise (logs stay clean)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.enabled = stream.isatty()
+        self.started = time.monotonic()
+        self.last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or done == self.last:
+            return
+        self.last = done
+        width = 30
+        filled = width * done // max(total, 1)
+        elapsed = time.monotonic() - self.started
+        self.stream.write(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} requests, {elapsed:.1f} s"
+        )
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _row(label: str, value: object) -> str:
+    return f"{label:<40} {value:<10}"
+
+
+def summary(result: LoadResult) -> str:
+    """bench_serving's result table (same headings), plus the failures by kind."""
+    spec = result.spec
+    r = result
+    lines = [
+        "{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="),
+        _row(
+            "Backend:", {"native": "sglang", "completions": "sglang-oai", "chat": "sglang-oai-chat"}[spec.api]
+        ),
+        _row("Traffic request rate:", spec.request_rate if spec.request_rate is not None else "inf"),
+        _row("Max request concurrency:", spec.concurrency if spec.concurrency is not None else "not set"),
+        _row("Successful requests:", r.completed),
+        _row("Failed requests:", r.failed),
+    ]
+    lines += [_row(f"  {kind}:", n) for kind, n in r.errors.items()]
+    lines += [
+        _row("Benchmark duration (s):", f"{r.duration:.2f}"),
+        _row("Total input tokens:", r.total_input_tokens),
+        _row("Total generated tokens:", r.total_output_tokens),
+        _row("Request throughput (req/s):", f"{r.request_throughput:.2f}"),
+        _row("Input token throughput (tok/s):", f"{r.input_throughput:.2f}"),
+        _row("Output token throughput (tok/s):", f"{r.output_throughput:.2f}"),
+        _row("Peak output token throughput (tok/s):", f"{r.max_output_tokens_per_s:.2f}"),
+        _row("Peak concurrent requests:", r.max_concurrent_requests),
+        _row("Total token throughput (tok/s):", f"{r.total_throughput:.2f}"),
+        _row("Concurrency:", f"{r.concurrency:.2f}"),
+    ]
+    sections = (
+        ("End-to-End Latency", "E2E Latency", "e2e_latency", ("mean", "median", "p90", "p95", "p99")),
+        ("Time to First Token", "TTFT", "ttft", ("mean", "median", "p99")),
+        ("Time per Output Token (excl. 1st token)", "TPOT", "tpot", ("mean", "median", "p99")),
+        ("Inter-Token Latency", "ITL", "itl", ("mean", "median", "p95", "p99")),
+    )
+    for title, label, key, stats in sections:
+        lines.append("{s:{c}^{n}}".format(s=title, n=50, c="-"))
+        for stat in stats:
+            name = stat.capitalize() if stat in ("mean", "median") else stat.upper()
+            lines.append(_row(f"{name} {label} (ms):", f"{getattr(r, f'{stat}_{key}_ms'):.2f}"))
+        if key == "itl":
+            lines.append(_row("Max ITL (ms):", f"{r.max_itl_ms:.2f}"))
+    lines.append("=" * 50)
+    for example in r.failure_examples():
+        lines.append(f"failed: {example}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits 2 with an argparse-style message on bad options
+    register(args.api_key)
+    try:
+        spec = spec_from_args(args)
+    except ConfigError as exc:
+        parser.error(str(exc))
+    try:
+        result = run_load(args.url, spec, api_key=args.api_key, progress=ProgressBar(sys.stderr))
+    except (LoadGenError, ConfigError) as exc:
+        print(f"error: {scrub(str(exc))}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
+    print(scrub(summary(result)))
+    if args.json is not None:
+        with args.json.open("a", encoding="utf-8") as fh:
+            fh.write(scrub(json.dumps(result.to_dict(records=args.records))) + "\n")
+    return EXIT_FAILED_REQUESTS if result.failed else EXIT_OK

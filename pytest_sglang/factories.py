@@ -1,0 +1,117 @@
+"""Fixtures, built from factories (STYLE habit 12), and the report-header lines.
+
+The servers behind the fixtures live in :class:`pytest_sglang.server_pool.ServerPool`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from . import redaction
+from .markers import GateResults, LoadRunner, results_of
+from .server_pool import POOL_KEY, ServerPool
+from .settings import Settings
+
+if TYPE_CHECKING:
+    import httpx
+
+    from .server import SGLangServer
+
+
+def header_lines(config: pytest.Config, settings: Settings) -> list[str]:
+    if getattr(config, "workerinput", None) is not None:
+        return []
+    if settings.mode == "attach":
+        return [f"sglang: mode=attach url={settings.sglang_url}"]
+    if settings.mode is None:
+        return ["sglang: no server configured (--sglang-url URL or --sglang-launch ARGS)"]
+    args = " ".join(redaction.scrub_argv(settings.launch_args or ()))
+    log_dir = settings.sglang_log_dir or "<pytest basetemp>/sglang-logs"
+    return [f"sglang: mode=launch runner={settings.runner} url=(free port picked at start)",
+            f"sglang: launch args: {args}", f"sglang: server logs in {log_dir}"]
+
+
+def kill_leftovers_text() -> str:
+    from .server.cleanup import kill_leftovers
+
+    stopped = kill_leftovers()
+    if not stopped:
+        return "sglang: no leftover servers of earlier pytest-sglang runs found"
+    lines = [f"sglang: {len(stopped)} leftover(s) of earlier runs:"]
+    lines += [f"  {redaction.scrub(item)}" for item in stopped]
+    return "\n".join(lines)
+
+
+# ---- fixture factories (STYLE habit 12) ----------------------------------------------------------
+def _pool(request: pytest.FixtureRequest) -> ServerPool:
+    pool = request.config.stash.get(POOL_KEY, None)
+    if pool is None:
+        pytest.fail("pytest-sglang is not active in this run (--collect-only?)", pytrace=False)
+    pool.use_tmp_factory(request.getfixturevalue("tmp_path_factory"))
+    return pool
+
+
+def server_fixture() -> Callable[..., SGLangServer]:
+    """A session fixture returning the run's primary server (attach or launch; one shape)."""
+
+    def sglang_server(request: pytest.FixtureRequest) -> SGLangServer:
+        """The SGLang server under test (attached with --sglang-url, else launched)."""
+        return _pool(request).primary()
+
+    return pytest.fixture(scope="session")(sglang_server)
+
+
+def client_fixture(server_fixture_name: str = "sglang_server") -> Callable[..., Iterator[httpx.Client]]:
+    """A function fixture: an httpx client bound to the named server fixture, with auth."""
+
+    def sglang_client(request: pytest.FixtureRequest) -> Iterator[httpx.Client]:
+        """An httpx.Client with the server's base URL and API key; closed after the test."""
+        server = request.getfixturevalue(server_fixture_name)
+        with server.client() as client:
+            yield client
+
+    return pytest.fixture(sglang_client)
+
+
+def factory_fixture() -> Callable[..., Callable[..., SGLangServer]]:
+    def sglang_server_factory(request: pytest.FixtureRequest) -> Callable[..., SGLangServer]:
+        """``factory(launch_args, **LaunchConfig overrides) -> SGLangServer``; stopped at session end."""
+        pool = _pool(request)
+
+        def factory(launch_args: Any, **overrides: Any) -> SGLangServer:
+            __tracebackhide__ = True
+            from .settings import parse_args
+
+            args = parse_args(launch_args) if isinstance(launch_args, str) else tuple(launch_args)
+            return pool.factory_launch(tuple(args), overrides)
+
+        return factory
+
+    return pytest.fixture(scope="session")(sglang_server_factory)
+
+
+sglang_server = server_fixture()
+sglang_client = client_fixture()
+sglang_server_factory = factory_fixture()
+
+
+@pytest.fixture(scope="session")
+def sglang_server_info(sglang_server: SGLangServer) -> dict[str, Any]:
+    """The server's validated ``/server_info`` with secrets scrubbed."""
+    info: dict[str, Any] = sglang_server.info()
+    return info
+
+
+@pytest.fixture
+def sglang_load(request: pytest.FixtureRequest, sglang_server: SGLangServer) -> LoadRunner:
+    """``sglang_load(concurrency=..., input_len=..., output_len=..., requests=...) -> LoadResult``."""
+    return LoadRunner(sglang_server, _pool(request).lock_path, request.node)
+
+
+@pytest.fixture
+def sglang_gate(request: pytest.FixtureRequest) -> GateResults:
+    """The outcomes and load results the markers of this test measured (in its setup)."""
+    return results_of(request.node)

@@ -1,0 +1,258 @@
+"""KV-capacity gate: ``@pytest.mark.sglang_capacity(...)`` and :func:`assert_capacity`.
+
+Every figure is read where SGLang 0.5.23 really reports it (reference §2.2): the KV pool per DP
+rank from ``internal_states[i].memory_usage.token_capacity`` (else top-level ``max_total_num_tokens``),
+the effective running-request limit from ``internal_states[i].effective_max_running_requests_per_dp``
+(the top-level ``max_running_requests`` is only the CLI value, usually null), the effective context
+from ``/v1/models`` ``max_model_len`` or ``max_req_input_len`` (= min(context, pool) - 6).
+Static numbers can lie, so ``verify_live=True`` also sends the requests and checks they ran at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from .base import Check, GateOutcome, compare, fmt
+from .registry import GateContext
+
+GATE = "capacity"
+_INFO = "/server_info"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure per DP rank, and where it came from."""
+
+    per_rank: tuple[int, ...]
+    source: str
+
+    @property
+    def least(self) -> int | None:
+        return min(self.per_rank) if self.per_rank else None
+
+    def detail(self) -> str:
+        if len(self.per_rank) <= 1:
+            return ""
+        return "per DP rank: " + ", ".join(fmt(v) for v in self.per_rank)
+
+
+def _states(info: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    states = info.get("internal_states")
+    return [s for s in states if isinstance(s, Mapping)] if isinstance(states, list) else []
+
+
+def _ints(values: Sequence[Any]) -> tuple[int, ...] | None:
+    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return tuple(values)
+    return None
+
+
+def token_capacity(info: Mapping[str, Any]) -> Figure:
+    """KV pool tokens per DP rank."""
+    states = _states(info)
+    caps = _ints([(s.get("memory_usage") or {}).get("token_capacity") for s in states])
+    if caps is not None:
+        return Figure(caps, f"{_INFO} internal_states[i].memory_usage.token_capacity")
+    top = _ints([info.get("max_total_num_tokens")])
+    if top is not None:
+        return Figure(top, f"{_INFO} max_total_num_tokens")
+    return Figure((), f"not reported: {_INFO} has neither internal_states[i].memory_usage.token_capacity "
+                      "nor max_total_num_tokens")
+
+
+def running_requests(info: Mapping[str, Any]) -> Figure:
+    """The effective max running requests per DP rank."""
+    values = _ints([s.get("effective_max_running_requests_per_dp") for s in _states(info)])
+    if values is not None:
+        return Figure(values, f"{_INFO} internal_states[i].effective_max_running_requests_per_dp")
+    top = _ints([info.get("max_running_requests")])
+    if top is not None:
+        return Figure(top, f"{_INFO} max_running_requests (the CLI value: older SGLang without "
+                           "effective_max_running_requests_per_dp)")
+    return Figure((), f"not reported: {_INFO} internal_states[i].effective_max_running_requests_per_dp is "
+                      "missing and the top-level max_running_requests is null (resolved at startup)")
+
+
+def context_length(info: Mapping[str, Any], max_model_len: int | None) -> Figure:
+    """The longest request the server accepts: min(model context, KV pool)."""
+    pool = token_capacity(info).least
+    if max_model_len is not None:
+        value = max_model_len if pool is None else min(max_model_len, pool)
+        return Figure((value,), f"/v1/models max_model_len {fmt(max_model_len)}, bounded by the KV pool "
+                                f"{fmt(pool)}")
+    limit = _ints([info.get("max_req_input_len")])
+    if limit is not None:
+        # SGLang: max_req_input_len = min(context_len - 1, max_total_num_tokens - 1) - 5.
+        return Figure((limit[0] + 6,), f"{_INFO} max_req_input_len {fmt(limit[0])} + 6 "
+                                       "(= min(context_len, max_total_num_tokens))")
+    top = _ints([info.get("context_length")])
+    if top is not None:
+        return Figure(top, f"{_INFO} context_length (the CLI value)")
+    return Figure((), "not reported: /v1/models max_model_len and /server_info max_req_input_len are missing")
+
+
+def concurrent_requests(info: Mapping[str, Any], avg_request_tokens: int) -> Figure:
+    """Requests of ``avg_request_tokens`` that fit at once, summed over DP ranks."""
+    caps, running = token_capacity(info), running_requests(info)
+    if not caps.per_rank:
+        return Figure((), caps.source)
+    limits = running.per_rank if len(running.per_rank) == len(caps.per_rank) else (None,) * len(caps.per_rank)
+    fits = [c // avg_request_tokens if r is None else min(c // avg_request_tokens, r)
+            for c, r in zip(caps.per_rank, limits, strict=True)]
+    return Figure((sum(fits),), f"sum over DP ranks of min(token_capacity // {fmt(avg_request_tokens)}, "
+                                f"effective max running requests) [{caps.source}]")
+
+
+def _validate(**kwargs: Any) -> None:
+    for name, value in kwargs.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"sglang_capacity({name}=...)", value, "must be a whole number >= 1",
+                              f"give {name} as a positive integer, e.g. {name}=4000")
+    if kwargs.get("min_concurrent_requests") is not None and kwargs.get("avg_request_tokens") is None:
+        raise ConfigError("sglang_capacity(min_concurrent_requests=...)", kwargs["min_concurrent_requests"],
+                          "needs avg_request_tokens (how many tokens one request holds: prompt + output)",
+                          "add avg_request_tokens=4000 (or your typical request size)")
+
+
+def _tokens_remedy(info: Mapping[str, Any]) -> str:
+    cap = info.get("max_total_tokens")
+    capped = (f"raise or drop --max-total-tokens (now {cap}: it caps the pool)" if cap
+              else "--max-total-tokens only lowers it")
+    return (f"raise --mem-fraction-static (now {info.get('mem_fraction_static')}: the GPU share for weights "
+            f"+ KV pool); {capped}; estimate first with: python -m pytest_sglang plan -- <launch args>")
+
+
+def _check(metric: str, figure: Figure, required: int, unit: str, remedy: str) -> Check:
+    return compare(GATE, metric, figure.least, ">=", required, unit=unit, source=figure.source,
+                   remedy=remedy, detail=figure.detail())
+
+
+def evaluate_capacity(
+    info: Mapping[str, Any], *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
+    min_context_length: int | None = None, min_concurrent_requests: int | None = None,
+    avg_request_tokens: int | None = None, max_model_len: int | None = None,
+) -> GateOutcome:
+    """Compare the server's KV capacity (``/server_info``) with these floors (per DP rank).
+
+    ``max_model_len`` is ``/v1/models`` ``data[0].max_model_len`` when the caller has it.
+    """
+    _validate(min_total_tokens=min_total_tokens, min_running_requests=min_running_requests,
+              min_context_length=min_context_length, min_concurrent_requests=min_concurrent_requests,
+              avg_request_tokens=avg_request_tokens)
+    out = GateOutcome(GATE)
+    if min_total_tokens is not None:
+        out.add(_check("max_total_num_tokens", token_capacity(info), min_total_tokens, "tokens",
+                       _tokens_remedy(info)))
+    if min_running_requests is not None:
+        out.add(_check("max_running_requests", running_requests(info), min_running_requests, "requests",
+                       "set --max-running-requests (SGLang also caps it at max_total_num_tokens // 2: "
+                       + _tokens_remedy(info) + ")"))
+    if min_context_length is not None:
+        out.add(_check("context_length", context_length(info, max_model_len), min_context_length, "tokens",
+                       "set --context-length (up to the model's own limit); if the KV pool is the limit, "
+                       + _tokens_remedy(info)))
+    if min_concurrent_requests is not None and avg_request_tokens is not None:
+        out.add(_check("concurrent_requests", concurrent_requests(info, avg_request_tokens),
+                       min_concurrent_requests, "requests",
+                       _tokens_remedy(info) + "; or --max-running-requests if that is the limit"))
+        out.context["request size"] = f"{fmt(avg_request_tokens)} tokens (prompt + output)"
+    _add_context(out, info)
+    return out
+
+
+def _add_context(out: GateOutcome, info: Mapping[str, Any]) -> None:
+    keys = ("mem_fraction_static", "max_total_tokens", "max_running_requests", "context_length", "dp_size",
+            "tp_size")
+    view = ", ".join(f"{k}={info.get(k)}" for k in keys if k in info)
+    if view:
+        out.context["server args"] = view
+
+
+def assert_capacity(info: Mapping[str, Any], **kwargs: Any) -> GateOutcome:
+    """:func:`evaluate_capacity`, raising ``AssertionError(outcome.message())`` on a miss."""
+    __tracebackhide__ = True
+    outcome = evaluate_capacity(info, **kwargs)
+    outcome.raise_for_failures()
+    return outcome
+
+
+def peak_overlap(intervals: Sequence[tuple[float, float]]) -> int:
+    """The largest number of intervals open at one instant (sweep line; ends sort before starts)."""
+    events = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals])
+    peak = now = 0
+    for _, step in events:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def live_spec(requests: int, avg_request_tokens: int) -> Any:
+    """``requests`` concurrent requests holding ``avg_request_tokens`` each (prompt + output).
+
+    Half of each request is output so that the decode phase, where all of them must be running
+    together, lasts long enough to be seen (prefill of later requests is not mistaken for overlap).
+    """
+    from ..loadgen import LoadSpec  # lazy: the static gate needs no load generator
+
+    output = max(1, min(avg_request_tokens // 2, 1024))
+    return LoadSpec(requests=requests, concurrency=requests, input_len=max(1, avg_request_tokens - output),
+                    output_len=output, warmup=0, sample_server_metrics=True)
+
+
+def verify_live_checks(result: Any, required: int) -> list[Check]:
+    """Checks on a :class:`LoadResult`: every request completed, and ``required`` of them were
+    decoding at the same instant (from each request's first-token and last-token times)."""
+    records = [r for r in result.records if r.success]
+    running = peak_overlap([(r.start + r.ttft, r.start + r.e2e) for r in records])
+    view = result.server_view
+    server = (f"; server's /metrics peaks: running {fmt(view.get('peak_num_running_reqs'))}, queued "
+              f"{fmt(view.get('peak_num_queue_reqs'))} ({fmt(int(view.get('samples', 0)))} samples)"
+              if view else "; /metrics not sampled (start the server with --enable-metrics to see its view)")
+    remedy = ("the advertised capacity did not hold under load (requests queued instead of running "
+              "together): compare max_total_num_tokens with the pool in the server log ('KV Cache is "
+              "allocated ... #tokens'), then raise --mem-fraction-static")
+    return [
+        compare(GATE, "live_completed_requests", result.completed, ">=", required, unit="requests",
+                source="load generator", remedy="see the load errors: " + str(result.errors or "none"),
+                detail=result.spec.shape()),
+        compare(GATE, "live_concurrent_requests", running, ">=", required, unit="requests",
+                source="request timings: most requests between first token and last token at one instant"
+                       + server, remedy=remedy, detail=result.spec.shape()),
+    ]
+
+
+def _max_model_len(server: Any) -> int | None:
+    """``/v1/models`` ``data[0].max_model_len``, or None when it cannot be read."""
+    try:
+        with server.client() as client:
+            data = client.get("/v1/models").json()
+        value = data["data"][0]["max_model_len"]
+    except Exception:  # noqa: BLE001 - the figure is optional: fall back to max_req_input_len
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def run_marker(
+    ctx: GateContext, *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
+    min_context_length: int | None = None, min_concurrent_requests: int | None = None,
+    avg_request_tokens: int | None = None, verify_live: bool = False,
+) -> GateOutcome:
+    """The ``sglang_capacity`` marker: the static gate, then (``verify_live=True``) the live check."""
+    if verify_live and (min_concurrent_requests is None or avg_request_tokens is None):
+        raise ConfigError("sglang_capacity(verify_live=True)", True,
+                          "needs min_concurrent_requests and avg_request_tokens (what to send)",
+                          "add e.g. min_concurrent_requests=50, avg_request_tokens=4000")
+    outcome = evaluate_capacity(
+        ctx.server.info(), min_total_tokens=min_total_tokens, min_running_requests=min_running_requests,
+        min_context_length=min_context_length, min_concurrent_requests=min_concurrent_requests,
+        avg_request_tokens=avg_request_tokens, max_model_len=_max_model_len(ctx.server))
+    if verify_live and min_concurrent_requests is not None and avg_request_tokens is not None:
+        result = ctx.load(live_spec(min_concurrent_requests, avg_request_tokens))
+        for check in verify_live_checks(result, min_concurrent_requests):
+            outcome.add(check)
+    return outcome

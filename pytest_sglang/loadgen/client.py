@@ -1,0 +1,133 @@
+"""HTTP side of the load: the httpx API on the aiohttp transport, one streaming request at a time.
+
+The default httpx transport decodes chunked HTTP in pure Python (about 5x slower here, see
+docs/loadgen.md); ``httpx_aiohttp.AiohttpTransport`` keeps httpx's API on aiohttp's C parser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+import aiohttp
+import httpx
+from httpx_aiohttp import AiohttpTransport
+
+from ..redaction import scrub
+from .clock import stream_clock
+from .datasets import Prompt
+from .record import RequestRecord, describe_exc, is_timeout
+from .spec import LoadSpec
+from .streams import PATHS, StreamReader, make_reader, request_body
+
+_DATA = b"data:"
+
+
+def make_client(url: str, *, api_key: str | None, connections: int | None) -> httpx.AsyncClient:
+    """An AsyncClient on aiohttp with room for ``connections`` streams (None = unlimited).
+
+    aiohttp's connector caps connections at 100 by default, which would silently queue a higher
+    concurrency inside the client and inflate TTFT. Two spare connections keep the /metrics
+    sampler from waiting behind the streams.
+    """
+    limit = connections + 2 if connections else 0
+    session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=limit), timeout=aiohttp.ClientTimeout(total=None)
+    )
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    return httpx.AsyncClient(
+        transport=AiohttpTransport(client=session),
+        base_url=url,
+        headers=headers,
+        timeout=httpx.Timeout(None, connect=30.0),
+    )
+
+
+async def send_request(
+    client: httpx.AsyncClient,
+    spec: LoadSpec,
+    prompt: Prompt,
+    index: int,
+    *,
+    clock_base: float,
+    output_len: int | None = None,
+) -> RequestRecord:
+    """Send one streaming request and measure it; never raises for a per-request failure."""
+    expected = prompt.output_len if output_len is None else output_len
+    rec = RequestRecord(index=index, prompt_len=prompt.prompt_len, expected_output_len=expected)
+    body = json.dumps(request_body(spec, prompt, expected)).encode()
+    perf = time.perf_counter
+    start = perf()
+    rec.start_time = time.time()  # the same moment on the wall clock, to match server timestamps
+    rec.start = start - clock_base
+    reader = make_reader(spec.api, rec, start, spec.ignore_eos)
+    state = {"headers": False}
+    try:
+        await _within(spec.timeout_s, _stream(client, spec, body, reader, state))
+    except asyncio.TimeoutError:
+        rec.fail(
+            "timeout",
+            f"no complete answer within timeout_s={spec.timeout_s:g} s ({rec.chunks} chunks received)",
+        )
+    except (httpx.HTTPError, aiohttp.ClientError, OSError) as exc:
+        kind = "timeout" if is_timeout(exc) else "truncated" if state["headers"] else "connection"
+        rec.fail(kind, scrub(describe_exc(exc)))
+    if rec.error_kind is not None and rec.error_kind.startswith("http_"):
+        return rec
+    return reader.finish()
+
+
+async def _stream(
+    client: httpx.AsyncClient, spec: LoadSpec, body: bytes, reader: StreamReader, state: dict[str, bool]
+) -> None:
+    rec = reader.record
+    perf = time.perf_counter
+    clock = stream_clock()
+    mark, t = clock.count, 0.0
+    async with client.stream(
+        "POST", PATHS[spec.api], content=body, headers={"Content-Type": "application/json"}
+    ) as resp:
+        state["headers"] = True
+        if resp.status_code != 200:
+            text = (await resp.aread())[:500].decode("utf-8", "replace")
+            rec.e2e = perf() - reader.start
+            rec.fail(f"http_{resp.status_code}", scrub(_error_message(text)))
+            return
+        buf = b""
+        async for chunk in resp.aiter_bytes():
+            t = clock.stamp(mark, t)  # when the loop saw it arrive; all lines of one read share it
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                if line.startswith(_DATA):
+                    reader.feed(t, line[5:].strip())
+            mark = clock.count
+
+
+async def _within(timeout_s: float, coro: Coroutine[Any, Any, None]) -> None:
+    """Run ``coro`` with a deadline. ``asyncio.wait_for`` before Python 3.12 wraps it in a new
+    task, which delays writing each request by one loop iteration; ``asyncio.timeout`` does not."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(timeout_s):
+            await coro
+    else:  # pragma: no cover - Python 3.10
+        await asyncio.wait_for(coro, timeout_s)
+
+
+def _error_message(text: str) -> str:
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        return text.strip()
+    if isinstance(data, dict) and "error" in data:
+        err = data["error"]
+        return str(err.get("message", err)) if isinstance(err, dict) else str(err)
+    if isinstance(data, dict) and "message" in data:  # SGLang's ErrorResponse (object: "error")
+        return str(data["message"])
+    if isinstance(data, dict) and "detail" in data:
+        return str(data["detail"])
+    return text.strip()

@@ -1,0 +1,133 @@
+""":class:`LoadResult`: attributes and ``to_dict()`` keys are SGLang bench_serving's JSON keys."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .record import RequestRecord
+from .spec import LoadSpec
+from .stats import calculate_metrics, error_counts
+
+_BACKENDS = {"native": "sglang", "completions": "sglang-oai", "chat": "sglang-oai-chat"}
+
+
+@dataclass
+class LoadResult:
+    """Aggregates of one load run (bench_serving names, ms for latencies) plus what explains them."""
+
+    spec: LoadSpec
+    url: str = ""
+    duration: float = 0.0
+    completed: int = 0
+    failed: int = 0
+    total_input_tokens: int = 0
+    total_output_tokens: int = 0
+    request_throughput: float = 0.0
+    input_throughput: float = 0.0
+    output_throughput: float = 0.0
+    total_throughput: float = 0.0
+    mean_ttft_ms: float = 0.0
+    median_ttft_ms: float = 0.0
+    std_ttft_ms: float = 0.0
+    p90_ttft_ms: float = 0.0
+    p95_ttft_ms: float = 0.0
+    p99_ttft_ms: float = 0.0
+    mean_tpot_ms: float = 0.0
+    median_tpot_ms: float = 0.0
+    std_tpot_ms: float = 0.0
+    p90_tpot_ms: float = 0.0
+    p95_tpot_ms: float = 0.0
+    p99_tpot_ms: float = 0.0
+    mean_itl_ms: float = 0.0
+    median_itl_ms: float = 0.0
+    std_itl_ms: float = 0.0
+    p90_itl_ms: float = 0.0
+    p95_itl_ms: float = 0.0
+    p99_itl_ms: float = 0.0
+    max_itl_ms: float = 0.0
+    mean_e2e_latency_ms: float = 0.0
+    median_e2e_latency_ms: float = 0.0
+    std_e2e_latency_ms: float = 0.0
+    p90_e2e_latency_ms: float = 0.0
+    p95_e2e_latency_ms: float = 0.0
+    p99_e2e_latency_ms: float = 0.0
+    concurrency: float = 0.0
+    max_output_tokens_per_s: float = 0.0
+    max_concurrent_requests: int = 0
+    #: Failed requests by kind (see ``record.ERROR_KINDS``).
+    errors: dict[str, int] = field(default_factory=dict)
+    #: Failures of warmup requests (not part of the timed run).
+    warmup_errors: list[str] = field(default_factory=list)
+    #: The server's own view sampled from /metrics during the run (empty when /metrics is off).
+    server_view: dict[str, float] = field(default_factory=dict)
+    records: list[RequestRecord] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def from_records(
+        cls,
+        spec: LoadSpec,
+        records: Sequence[RequestRecord],
+        duration: float,
+        *,
+        url: str = "",
+        server_view: dict[str, float] | None = None,
+        warmup_errors: Sequence[str] = (),
+    ) -> LoadResult:
+        records = sorted(records, key=lambda r: r.index)
+        return cls(
+            spec=spec,
+            url=url,
+            errors=error_counts(records),
+            warmup_errors=list(warmup_errors),
+            server_view=dict(server_view or {}),
+            records=list(records),
+            **calculate_metrics(records, duration),
+        )
+
+    @property
+    def error_rate(self) -> float:
+        total = self.completed + self.failed
+        return self.failed / total if total else 1.0
+
+    def failure_examples(self, limit: int = 3) -> list[str]:
+        """The first failure reason of each kind, for messages."""
+        seen: dict[str, str] = {}
+        for r in self.records:
+            if r.error_kind and r.error_kind not in seen:
+                seen[r.error_kind] = f"request {r.index}: {r.error_kind}: {r.error}"
+        return list(seen.values())[:limit]
+
+    def metrics(self) -> dict[str, Any]:
+        """Only the bench_serving metric keys."""
+        skip = {"spec", "url", "errors", "warmup_errors", "server_view", "records"}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+
+    def to_dict(self, *, records: bool = False) -> dict[str, Any]:
+        """bench_serving's JSON line keys, plus ``errors``, ``server_view`` and the spec."""
+        out: dict[str, Any] = {
+            "backend": _BACKENDS[self.spec.api],
+            "dataset_name": self.spec.dataset,
+            "request_rate": self.spec.request_rate,
+            "max_concurrency": self.spec.concurrency,
+            "random_input_len": self.spec.input_len,
+            "random_output_len": self.spec.output_len,
+            "random_range_ratio": self.spec.range_ratio,
+            **self.metrics(),
+            "errors": dict(self.errors),
+            "warmup_errors": list(self.warmup_errors),
+            "server_view": dict(self.server_view),
+            "spec": self.spec.to_dict(),
+        }
+        if records:
+            out["records"] = [r.to_dict() for r in self.records]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LoadResult:
+        spec = LoadSpec.from_dict(data["spec"])
+        names = {f.name for f in fields(cls)} - {"spec", "records"}
+        values = {k: v for k, v in data.items() if k in names}
+        recs = [RequestRecord.from_dict(r) for r in data.get("records", [])]
+        return cls(spec=spec, records=recs, **values)

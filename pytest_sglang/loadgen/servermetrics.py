@@ -1,0 +1,73 @@
+"""The server's own view during a load: peaks of SGLang's /metrics gauges (needs --enable-metrics).
+
+Running and queued requests are summed over label sets (one per DP rank); token usage is the max.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import httpx
+
+GAUGES = {"sglang:num_running_reqs": "sum", "sglang:num_queue_reqs": "sum", "sglang:token_usage": "max"}
+_LINE = re.compile(r"^(sglang:[a-z_]+)(?:\{[^}]*\})?\s+([-+0-9.eEinfNa]+)", re.MULTILINE)
+
+
+def parse_gauges(text: str) -> dict[str, float]:
+    """Aggregate the gauges in :data:`GAUGES` from Prometheus text."""
+    out: dict[str, float] = {}
+    for name, raw in _LINE.findall(text):
+        how = GAUGES.get(name)
+        if how is None:
+            continue
+        value = float(raw)
+        key = name.removeprefix("sglang:")
+        if key not in out:
+            out[key] = value
+        elif how == "sum":
+            out[key] += value
+        else:
+            out[key] = max(out[key], value)
+    return out
+
+
+class MetricsSampler:
+    """Polls /metrics every ``interval_s`` while a load runs and keeps the peak of each gauge."""
+
+    def __init__(self, client: httpx.AsyncClient, interval_s: float = 0.5) -> None:
+        self.client = client
+        self.interval_s = interval_s
+        self.peaks: dict[str, float] = {}
+        self.samples = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> dict[str, float]:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        if not self.samples:
+            return {}
+        view = {f"peak_{k}": v for k, v in self.peaks.items()}
+        view["samples"] = float(self.samples)
+        return view
+
+    async def _run(self) -> None:
+        await asyncio.sleep(0.05)  # let the first requests reach the server
+        while True:
+            try:
+                resp = await self.client.get("/metrics", timeout=5.0)
+            except httpx.HTTPError:
+                return
+            if resp.status_code != 200:
+                return  # /metrics is off (404) unless the server runs with --enable-metrics
+            self.samples += 1
+            for key, value in parse_gauges(resp.text).items():
+                self.peaks[key] = max(self.peaks.get(key, value), value)
+            await asyncio.sleep(self.interval_s)

@@ -1,0 +1,204 @@
+"""Baselines: compare this run's load metrics with a previous JSON report, per test.
+
+A regression fails **the test that measured the metric** (the plugin calls
+:func:`baseline_outcome` in that test's call phase), with both values and the limit in the
+message. Loads with failed requests are never compared: their throughput is not a measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..gates.base import Check, GateOutcome, compare, fmt
+from .fingerprint import differences
+from .records import shape_key
+
+OPTION = "--sglang-max-regression"
+DEFAULT_LIMIT_PCT = 5.0
+#: Metrics a bare "5%" applies to (SGLang bench_serving names).
+DEFAULT_METRICS = ("output_throughput", "request_throughput", "median_ttft_ms", "p99_ttft_ms",
+                   "median_itl_ms", "p99_itl_ms", "p99_e2e_latency_ms")
+_LIMIT = re.compile(r"^\s*(?:(?P<metric>[A-Za-z_][A-Za-z0-9_.]*)\s*:)?\s*(?P<pct>\d+(?:\.\d+)?)\s*%?\s*$")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Allowed regression in percent, per metric."""
+
+    per_metric: Mapping[str, float]
+
+    def items(self) -> list[tuple[str, float]]:
+        return list(self.per_metric.items())
+
+
+def parse_limits(text: str | None) -> Limits:
+    """``"5%"`` (default metrics) or ``"output_throughput:5%,p99_ttft_ms:10%"``; errors name the option."""
+    if text is None or not text.strip():
+        return Limits({m: DEFAULT_LIMIT_PCT for m in DEFAULT_METRICS})
+    per: dict[str, float] = {}
+    for part in text.split(","):
+        match = _LIMIT.match(part)
+        if match is None:
+            raise ConfigError(OPTION, text, f"cannot read {part.strip()!r}",
+                              "write a percentage like 5% or metric:percent pairs like "
+                              "output_throughput:5%,p99_ttft_ms:10%")
+        pct = float(match["pct"])
+        if match["metric"] is None:
+            per.update({m: pct for m in DEFAULT_METRICS if m not in per})
+        else:
+            per[match["metric"]] = pct
+    return Limits(per)
+
+
+def higher_is_better(metric: str) -> bool:
+    """Throughputs and capacities go up when better; latencies (``*_ms``, ``*_s``) go down."""
+    return not (metric.endswith("_ms") or metric.endswith("_s") or metric in ("duration", "failed"))
+
+
+def regression_pct(metric: str, old: float, new: float) -> float:
+    """How much worse ``new`` is than ``old``, in percent (negative = better)."""
+    if old == 0:
+        return 0.0 if new == old else (float("inf") if not higher_is_better(metric) else -100.0)
+    change = (new - old) / abs(old) * 100.0
+    return -change if higher_is_better(metric) else change
+
+
+def bound(metric: str, old: float, limit_pct: float) -> float:
+    """The worst allowed value: ``old`` minus (or plus, for latencies) ``limit_pct`` percent."""
+    factor = 1 - limit_pct / 100 if higher_is_better(metric) else 1 + limit_pct / 100
+    return old * factor
+
+
+def load_report(path: str | Path, option: str = "--sglang-baseline") -> dict[str, Any]:
+    """Read a JSON report; errors name the option, the path and the fix."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(option, str(path), "file not found",
+                          "point it to a JSON report written with --sglang-report") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(option, str(path), f"not a readable JSON report ({exc})",
+                          "point it to a JSON report written with --sglang-report") from None
+    if not isinstance(data, dict) or "tests" not in data or "fingerprint" not in data:
+        raise ConfigError(option, str(path), "not a pytest-sglang report (no 'tests'/'fingerprint')",
+                          "point it to a JSON report written with --sglang-report")
+    return data
+
+
+def baseline_loads(report: Mapping[str, Any], nodeid: str) -> list[dict[str, Any]]:
+    for test in report.get("tests", []):
+        if test.get("nodeid") == nodeid:
+            return list(test.get("loads", []))
+    return []
+
+
+def compare_loads(nodeid: str, old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]],
+                  limits: Limits, *, baseline_name: str = "baseline") -> GateOutcome | None:
+    """One ``baseline`` outcome for a test, or None when there is nothing to compare."""
+    old_groups, new_groups = _groups(old), _groups(new)
+    common = [k for k in new_groups if k in old_groups]
+    outcome = GateOutcome("baseline", context={"baseline": baseline_name, "test": nodeid})
+    for key in common:
+        if _failed(new_groups[key]) or _failed(old_groups[key]):
+            outcome.notes.append(f"load {key}: not compared, requests failed in one of the runs")
+            continue
+        for metric, limit in limits.items():
+            check = _compare_metric(metric, limit, old_groups[key], new_groups[key], key)
+            if check is not None:
+                outcome.add(check)
+                if not check.passed:
+                    outcome.notes.append(f"{metric}: {check.detail}")
+    if not outcome.checks and not outcome.notes:
+        return None
+    if outcome.checks:
+        outcome.notes.append(f"limits: {', '.join(f'{m} {fmt(p)}%' for m, p in limits.items())} "
+                             f"(--sglang-max-regression) against {baseline_name}")
+    return outcome
+
+
+def _compare_metric(metric: str, limit: float, old: list[Mapping[str, Any]], new: list[Mapping[str, Any]],
+                    key: str) -> Check | None:
+    before, after = _median(old, metric), _median(new, metric)
+    if before is None or after is None:
+        return None
+    worst = bound(metric, before, limit)
+    op = ">=" if higher_is_better(metric) else "<="
+    pct = regression_pct(metric, before, after)
+    change = f"{-pct:+.1f}%" if higher_is_better(metric) else f"{pct:+.1f}%"
+    check = compare("baseline", metric, round(after, 4), op, round(worst, 4), unit=_unit(metric),
+                    source="load run vs baseline report",
+                    detail=f"baseline {fmt(before)}, this run {fmt(after)} ({change}), "
+                           f"allowed regression {fmt(limit)}%; load {key}",
+                    remedy="find what slowed down (compare the launch args and fingerprint), or "
+                           "raise --sglang-max-regression if the change is accepted")
+    return check
+
+
+def _groups(loads: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for load in loads:
+        groups.setdefault(shape_key(load), []).append(load)
+    return groups
+
+
+def _failed(loads: list[Mapping[str, Any]]) -> bool:
+    return any((_num(ld.get("failed")) or 0) > 0 for ld in loads)
+
+
+def _median(loads: list[Mapping[str, Any]], metric: str) -> float | None:
+    """Repeated runs of one shape: the median is robust to one noisy repeat."""
+    values = [v for v in (_num(ld.get(metric)) for ld in loads) if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _unit(metric: str) -> str:
+    if metric.endswith("_ms"):
+        return "ms"
+    if metric in ("output_throughput", "input_throughput", "total_throughput", "max_output_tokens_per_s"):
+        return "tok/s"
+    return "req/s" if metric == "request_throughput" else ""
+
+
+@dataclass
+class BaselineContext:
+    """A loaded baseline: its report, limits, and how this run's fingerprint compares."""
+
+    path: str
+    report: dict[str, Any]
+    limits: Limits
+    strict: bool = False
+
+    def fingerprint_diff(self, fingerprint: Mapping[str, Any]) -> list[str]:
+        return differences(self.report.get("fingerprint", {}), fingerprint)
+
+    def outcome(self, nodeid: str, loads: Sequence[Mapping[str, Any]]) -> GateOutcome | None:
+        return compare_loads(nodeid, baseline_loads(self.report, nodeid), loads, self.limits,
+                             baseline_name=self.path)
+
+    def fingerprint_outcome(self, nodeid: str, fingerprint: Mapping[str, Any]) -> GateOutcome | None:
+        """With --sglang-baseline-strict, a differing fingerprint fails the comparing test."""
+        diff = self.fingerprint_diff(fingerprint)
+        if not diff or not self.strict:
+            return None
+        check = Check("baseline", "fingerprint", "differs", "equal", "==", source="report fingerprints",
+                      passed=False, detail="; ".join(diff),
+                      remedy=f"compare on the same setup, refresh the baseline {self.path}, or drop "
+                             "--sglang-baseline-strict to only warn")
+        return GateOutcome("baseline", [check], notes=[f"fingerprint differs from {self.path}:", *diff])
+
+
+def open_baseline(path: str, max_regression: str | None, strict: bool) -> BaselineContext:
+    return BaselineContext(path, load_report(path), parse_limits(max_regression), strict)

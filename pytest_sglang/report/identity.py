@@ -1,0 +1,207 @@
+"""The server's identity for the reports: SGLang version, model, runner, scrubbed launch args,
+GPU/host facts when known, and the startup time per phase.
+
+Built from the :class:`pytest_sglang.server.SGLangServer` handle (duck-typed: attached and launched
+handles have the same shape; ``startup`` is None when attached). Everything passes through
+``redaction`` because ``/server_info`` and ``launch_command`` carry API keys in clear text.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..redaction import scrub, scrub_argv, scrub_payload
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One startup phase: seconds from the launch, and where the span came from."""
+
+    name: str
+    start_s: float
+    end_s: float
+    source: str = "log"
+
+    @property
+    def duration_s(self) -> float:
+        return max(0.0, self.end_s - self.start_s)
+
+
+@dataclass
+class ServerIdentity:
+    sglang_version: str | None = None
+    model: str | None = None
+    runner: str | None = None  # attach | process | simulator | docker
+    url: str | None = None
+    launch_args: list[str] = field(default_factory=list)
+    tp_size: int | None = None
+    dp_size: int | None = None
+    pp_size: int | None = None
+    device: str | None = None
+    gpu_model: str | None = None
+    gpu_count: int | None = None
+    host: dict[str, Any] = field(default_factory=dict)
+    ready_s: float | None = None
+    phases: list[Phase] = field(default_factory=list)
+    max_total_num_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["phases"] = [{**asdict(p), "duration_s": round(p.duration_s, 4)} for p in self.phases]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ServerIdentity:
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k != "phases"}
+        phases = [Phase(p["name"], float(p["start_s"]), float(p["end_s"]), p.get("source", "log"))
+                  for p in data.get("phases", [])]
+        return cls(**known, phases=phases)
+
+
+def identify(server: Any) -> ServerIdentity:
+    """Identity of a server handle (never raises: a report must not fail because a fact is missing)."""
+    info = _safe_info(server)
+    config = getattr(server, "config", None)
+    runner = getattr(config, "runner", None) if config is not None else None
+    mode = getattr(server, "mode", None)
+    ident = ServerIdentity(
+        sglang_version=_str(info.get("version")),
+        model=_str(info.get("model_path") or info.get("served_model_name")),
+        runner=str(mode or runner or "attach"),
+        url=scrub(str(getattr(server, "url", "") or "")) or None,
+        launch_args=_launch_args(config, info),
+        tp_size=_int(info.get("tp_size")), dp_size=_int(info.get("dp_size")),
+        pp_size=_int(info.get("pp_size")),
+        device=_str(info.get("device")),
+        max_total_num_tokens=_int(info.get("max_total_num_tokens")),
+    )
+    ident.gpu_model = _str(info.get("gpu_model") or info.get("gpu_name"))
+    ident.gpu_count = _int(info.get("gpu_count")) or _world_size(ident)
+    if ident.runner != "attach":
+        ident.host = host_facts()
+    if ident.runner == "process" and ident.gpu_model is None:
+        # /server_info does not name the GPU; a local process runs on this host's GPUs.
+        ident.gpu_model = local_gpu_model()
+    ident.phases, ident.ready_s = startup_phases(getattr(server, "startup", None), info)
+    return ident
+
+
+def _safe_info(server: Any) -> dict[str, Any]:
+    try:
+        info = server.info()
+    except Exception:  # noqa: BLE001 - identity is best effort; the server tests report real errors
+        return {}
+    return scrub_payload(dict(info)) if isinstance(info, Mapping) else {}
+
+
+def _launch_args(config: Any, info: Mapping[str, Any]) -> list[str]:
+    args = getattr(config, "args", None) if config is not None else None
+    if args:
+        return scrub_argv(str(a) for a in args)
+    command = info.get("launch_command")
+    if isinstance(command, str) and command:
+        try:
+            return scrub_argv(shlex.split(command))
+        except ValueError:
+            return scrub_argv(command.split())
+    return []
+
+
+def _world_size(ident: ServerIdentity) -> int | None:
+    if ident.device not in (None, "cuda") or ident.tp_size is None:
+        return None
+    return ident.tp_size * (ident.dp_size or 1) * (ident.pp_size or 1)
+
+
+def host_facts() -> dict[str, Any]:
+    """Facts about this host (launch modes only: an attached server runs elsewhere)."""
+    facts: dict[str, Any] = {"hostname": platform.node(), "cpus": os.cpu_count(),
+                             "python": platform.python_version(), "platform": platform.platform(terse=True)}
+    try:
+        import psutil
+
+        facts["memory_gb"] = round(psutil.virtual_memory().total / 1e9, 1)
+    except Exception:  # noqa: BLE001 - psutil may be unusable in odd containers
+        pass
+    return facts
+
+
+def local_gpu_model() -> str | None:
+    """The first GPU's name from ``nvidia-smi`` (None without NVIDIA GPUs or within 10 s)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = [line.strip() for line in out.splitlines() if line.strip()]
+    return names[0] if names else None
+
+
+def startup_phases(startup: Any, info: Mapping[str, Any]) -> tuple[list[Phase], float | None]:
+    """Phase spans from our StartupReport, else the durations the server reports in ``startup_time``."""
+    phases = list(_report_phases(startup)) if startup is not None else []
+    ready = _float(getattr(startup, "ready_s", None)) if startup is not None else None
+    if not phases:
+        phases = _server_reported(info.get("startup_time"))
+    if ready is None and phases:
+        ready = max(p.end_s for p in phases)
+    return phases, ready
+
+
+def _report_phases(startup: Any) -> Iterable[Phase]:
+    for item in getattr(startup, "phases", None) or ():
+        get = item.get if isinstance(item, Mapping) else (lambda k, i=item: getattr(i, k, None))
+        name = get("name") or get("phase")
+        start = _float(get("start_s") if get("start_s") is not None else get("start"))
+        end = _float(get("end_s") if get("end_s") is not None else get("end"))
+        if name and start is not None and end is not None:
+            yield Phase(str(name), start, end, "log")
+
+
+def _server_reported(startup_time: Any) -> list[Phase]:
+    """SGLang's own ``startup_time`` (durations, not spans): laid end to end in its order."""
+    if not isinstance(startup_time, Mapping):
+        return []
+    flat: list[tuple[str, float]] = []
+    for key in ("load_weight", "kv_cache_allocation"):
+        if _float(startup_time.get(key)):
+            flat.append((key, float(startup_time[key])))
+    graphs = startup_time.get("cuda_graph")
+    if isinstance(graphs, Mapping):
+        flat += [(f"cuda_graph.{k}", float(v)) for k, v in graphs.items() if _float(v)]
+    phases, t = [], 0.0
+    for name, dur in flat:
+        phases.append(Phase(name, t, t + dur, "server_info"))
+        t += dur
+    total = _float(startup_time.get("tokenizer_e2e")) or _float(startup_time.get("scheduler_e2e"))
+    if total and total > t:
+        phases.append(Phase("other (tokenizer_e2e)", t, total, "server_info"))
+    return phases
+
+
+def _str(value: Any) -> str | None:
+    return None if value in (None, "") else str(value)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return None if value is None or isinstance(value, bool) else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return None if value is None or isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        return None

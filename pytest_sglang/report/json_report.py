@@ -1,0 +1,89 @@
+"""The JSON report (``--sglang-report``): one dict that every other output is rendered from.
+
+Terminal, Markdown and HTML all render this dict, so ``python -m pytest_sglang compare`` and a
+later re-render read exactly what the run wrote. Its shape is published as
+``schemas/report.schema.json`` (``schema_version`` bumps on incompatible changes).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..redaction import scrub, scrub_payload
+from .fingerprint import fingerprint
+from .identity import ServerIdentity
+from .records import TestRecord, strip_requests
+
+SCHEMA_VERSION = 1
+SCHEMA_ID = "https://github.com/pytest-sglang/pytest-sglang/schemas/report-v1.schema.json"
+
+
+def build_report(tests: Sequence[TestRecord], identity: ServerIdentity | None, *,
+                 duration_s: float = 0.0, exitstatus: int | None = None,
+                 baseline: Mapping[str, Any] | None = None, notes: Sequence[str] = ()) -> dict[str, Any]:
+    """Assemble the report (with per-request records; :func:`for_file` strips them unless asked)."""
+    from .. import SGLANG_VERSION, __version__
+
+    rows = [r.to_dict() for t in tests for r in t.rows()]
+    counts = {k: sum(1 for t in tests if t.outcome == k) for k in ("passed", "failed", "error", "skipped")}
+    report: dict[str, Any] = {
+        "schema": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
+        "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "pytest_sglang_version": __version__,
+        "tested_sglang_version": SGLANG_VERSION,
+        "duration_s": round(duration_s, 3),
+        "exitstatus": exitstatus,
+        "server": identity.to_dict() if identity is not None else None,
+        "fingerprint": fingerprint(identity),
+        "summary": {"tests": len(tests), **counts, "checks": len(rows),
+                    "checks_failed": sum(1 for r in rows if not r["passed"])},
+        "records": rows,
+        "tests": [t.to_dict(requests=True) for t in tests],
+        "baseline": dict(baseline) if baseline is not None else None,
+        "notes": [scrub(n) for n in notes],
+    }
+    result: dict[str, Any] = scrub_payload(report)
+    return result
+
+
+def for_file(report: Mapping[str, Any], *, requests: bool) -> dict[str, Any]:
+    """The report as written: per-request records only with ``--sglang-report-requests``."""
+    if requests:
+        return dict(report)
+    tests = [{**t, "loads": [strip_requests(ld) for ld in t.get("loads", [])]}
+             for t in report.get("tests", [])]
+    return {**report, "tests": tests}
+
+
+def write_json(report: Mapping[str, Any], path: str | Path, *, requests: bool = False) -> Path:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(for_file(report, requests=requests), indent=2, sort_keys=False, default=str)
+    target.write_text(scrub(text) + "\n", encoding="utf-8")
+    return target
+
+
+def load_schema() -> dict[str, Any]:
+    """The published schema, from the installed package (wheel) or the source tree."""
+    from importlib import resources
+
+    try:
+        text = resources.files("pytest_sglang").joinpath("schemas/report.schema.json").read_text("utf-8")
+    except (FileNotFoundError, ModuleNotFoundError, NotADirectoryError):
+        text = (Path(__file__).resolve().parents[2] / "schemas" / "report.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def validation_errors(report: Mapping[str, Any]) -> list[str]:
+    """``json_path: message`` for every schema violation (empty when the report is valid)."""
+    import jsonschema
+
+    schema = load_schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    return [f"{e.json_path}: {e.message[:200]}" for e in validator.iter_errors(report)]

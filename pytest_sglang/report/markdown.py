@@ -1,0 +1,79 @@
+"""The Markdown summary (``--sglang-markdown PATH``, default ``$GITHUB_STEP_SUMMARY`` when set)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from . import text
+
+
+def _cell(value: Any) -> str:
+    # A pipe would end the cell; a newline would end the table.
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[Any]], align: str | None = None) -> list[str]:
+    spec = align or "|".join("---" for _ in header)
+    lines = ["| " + " | ".join(header) + " |", "|" + spec + "|"]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def render(report: Mapping[str, Any]) -> str:
+    lines = ["## pytest-sglang gates", "", f"**{text.verdict_line(report)}**", ""]
+    lines += _server(report.get("server"))
+    lines += _gates(report)
+    lines += _baseline(report.get("baseline"))
+    lines += [f"> {n}" for n in report.get("notes", [])]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _server(server: Mapping[str, Any] | None) -> list[str]:
+    if not server:
+        return ["_No server identity recorded._", ""]
+    rows = [["server", text.headline(server)], ["hardware", text.hardware(server)]]
+    if server.get("launch_args"):
+        rows.append(["launch args", "`" + " ".join(server["launch_args"]).replace("`", "'") + "`"])
+    rows.append(["startup", text.phases_line(server)])
+    lines = _table(["", ""], rows) + [""]
+    phases = server.get("phases") or []
+    if phases:
+        lines += ["<details><summary>Startup phases</summary>", ""]
+        lines += _table(["phase", "start", "end", "duration", "source"],
+                        [[p["name"], text.seconds(p["start_s"]), text.seconds(p["end_s"]),
+                          text.seconds(p["duration_s"]), p.get("source", "")] for p in phases],
+                        "---|--:|--:|--:|---")
+        lines += ["", "</details>", ""]
+    return lines
+
+
+def _gates(report: Mapping[str, Any]) -> list[str]:
+    rows = [[f"`{r['nodeid']}`", r["gate"], r["metric"], text.value(r.get("measured"), r.get("unit", "")),
+             text.required(r), "✅ ok" if r.get("passed") else "❌ FAILED", r.get("load_shape", "")]
+            for r in report.get("records", [])]
+    if not rows:
+        return ["_No gate checks were recorded._", ""]
+    return _table(["test", "gate", "check", "measured", "required", "verdict", "load"], rows,
+                  "---|---|---|--:|--:|---|---") + [""]
+
+
+def _baseline(baseline: Mapping[str, Any] | None) -> list[str]:
+    if not baseline:
+        return []
+    diff = baseline.get("fingerprint_differences") or []
+    lines = [f"**Baseline** `{baseline['path']}`: " + ("fingerprint matches" if not diff else
+             "fingerprint differs" + (" (strict: comparing tests fail)" if baseline.get("strict") else
+                                      " (warning only)"))]
+    lines += [f"- {d}" for d in diff]
+    return lines + [""]
+
+
+def write_markdown(report: Mapping[str, Any], path: str | Path, *, append: bool) -> Path:
+    """GitHub's step summary is shared by every step of a job, so it is appended to, never replaced."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("a" if append else "w", encoding="utf-8") as fh:
+        fh.write(render(report))
+    return target

@@ -1,0 +1,77 @@
+"""The terminal summary section: one row per check, readable in an 80-column CI log."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from typing import Any
+
+from . import text
+
+WIDTH = 80
+_NAME, _MEASURED, _REQUIRED = 36, 14, 17
+
+
+def render(report: Mapping[str, Any], width: int = WIDTH) -> list[str]:
+    """The section's lines (without the ``=== sglang gates ===`` separator pytest draws)."""
+    lines = _identity(report.get("server"), width)
+    lines += _baseline(report.get("baseline"), width)
+    for note in report.get("notes", []):
+        lines += textwrap.wrap(note, width=width, initial_indent="note: ", subsequent_indent="      ")
+    lines += _table(report)
+    lines.append(text.verdict_line(report))
+    return lines
+
+
+def _field(label: str, value: str, width: int) -> list[str]:
+    return textwrap.wrap(value, width=width, initial_indent=f"{label:<9}", subsequent_indent=" " * 9,
+                         break_on_hyphens=False, break_long_words=True) or [label]
+
+
+def _identity(server: Mapping[str, Any] | None, width: int) -> list[str]:
+    if not server:
+        return ["server   no server identity recorded (no test used the sglang_server fixture)"]
+    lines = _field("server", text.headline(server), width)
+    lines += _field("hardware", text.hardware(server), width)
+    if server.get("url"):
+        lines += _field("url", str(server["url"]), width)
+    if server.get("launch_args"):
+        lines += _field("launch", " ".join(server["launch_args"]), width)
+    lines += _field("startup", text.phases_line(server), width)
+    return lines
+
+
+def _baseline(baseline: Mapping[str, Any] | None, width: int) -> list[str]:
+    if not baseline:
+        return []
+    diff = baseline.get("fingerprint_differences") or []
+    state = "fingerprint matches" if not diff else (
+        "fingerprint DIFFERS (" + ("fails: --sglang-baseline-strict" if baseline.get("strict") else "warning")
+        + ")")
+    lines = _field("baseline", state, width) + _field("", str(baseline["path"]), width)
+    for item in diff:
+        lines += textwrap.wrap(item, width=width, initial_indent="  - ", subsequent_indent="    ")
+    return lines
+
+
+def _table(report: Mapping[str, Any]) -> list[str]:
+    header = f"  {'check':<{_NAME}} {'measured':>{_MEASURED}} {'required':>{_REQUIRED}} verdict"
+    lines = [header.rstrip()]
+    for test in report.get("tests", []):
+        if not test.get("gates"):
+            continue
+        outcome = str(test.get("outcome", "")).upper()
+        lines.append(text.clip(str(test["nodeid"]), WIDTH - len(outcome) - 1).ljust(WIDTH - len(outcome) - 1)
+                     + " " + outcome)
+        for gate in test["gates"]:
+            lines += [_row(gate["gate"], c) for c in gate["checks"]]
+    if len(lines) == 1:
+        lines.append("  (no gate checks were recorded)")
+    return lines
+
+
+def _row(gate: str, check: Mapping[str, Any]) -> str:
+    name = text.clip(f"{gate} {check['metric']}", _NAME)
+    measured = text.clip(text.value(check.get("measured"), check.get("unit", "")), _MEASURED)
+    required = text.clip(text.required(check), _REQUIRED)
+    return f"  {name:<{_NAME}} {measured:>{_MEASURED}} {required:>{_REQUIRED}} {text.verdict(check)}"

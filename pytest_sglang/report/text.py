@@ -1,0 +1,78 @@
+"""Formatting helpers shared by the terminal, Markdown and HTML renderers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..gates.base import fmt
+
+
+def value(v: Any, unit: str = "") -> str:
+    text = ", ".join(fmt(x) for x in v) if isinstance(v, list) else fmt(v)
+    return f"{text} {unit}" if unit and v is not None else text
+
+
+def required(check: Mapping[str, Any]) -> str:
+    return f"{check.get('op', '')} {value(check.get('required'), check.get('unit', ''))}".strip()
+
+
+def verdict(check: Mapping[str, Any]) -> str:
+    return "ok" if check.get("passed") else "FAILED"
+
+
+def seconds(s: float | None) -> str:
+    if s is None:
+        return "?"
+    if s == 0:
+        return "0 s"
+    if s >= 120:
+        return f"{int(s // 60)} min {s % 60:.0f} s"
+    return f"{s:.1f} s" if s >= 1 else f"{s * 1000:.0f} ms"
+
+
+def clip(text: str, width: int) -> str:
+    """Cut in the middle: test ids differ at their end, file paths at their start."""
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    return text[: keep // 3] + "…" + text[-(keep - keep // 3):]
+
+
+def phases_line(server: Mapping[str, Any]) -> str:
+    phases = server.get("phases") or []
+    parts = [f"{p['name']} {seconds(p['duration_s'])}" for p in phases]
+    ready = server.get("ready_s")
+    head = f"ready in {seconds(ready)}" if ready is not None else "not measured (attached)"
+    return head + (": " + ", ".join(parts) if parts else "")
+
+
+def headline(server: Mapping[str, Any] | None) -> str:
+    if not server:
+        return "no server identity recorded"
+    # No spaces inside "(tp=2,dp=1)": a wrapped line never splits it.
+    sizes = [f"{n}={server[k]}" for n, k in (("tp", "tp_size"), ("dp", "dp_size")) if server.get(k)]
+    text = " | ".join([f"SGLang {server.get('sglang_version') or '?'}", str(server.get("runner") or "?"),
+                       str(server.get("model") or "?")])
+    return text + (f" ({','.join(sizes)})" if sizes else "")
+
+
+def hardware(server: Mapping[str, Any]) -> str:
+    if server.get("gpu_model") or server.get("gpu_count"):
+        gpu = f"GPU {server.get('gpu_count') or '?'} x {server.get('gpu_model') or 'unknown model'}"
+    elif server.get("device") and server.get("device") != "cuda":
+        gpu = f"device {server['device']}"
+    else:
+        gpu = "GPU unknown"
+    host = server.get("host") or {}
+    bits = [str(host["hostname"])] if host.get("hostname") else []
+    bits += [f"{host['cpus']} CPUs"] if host.get("cpus") else []
+    bits += [f"{host['memory_gb']} GB RAM"] if host.get("memory_gb") else []
+    return gpu + ("; host " + ", ".join(bits) if bits else "")
+
+
+def verdict_line(report: Mapping[str, Any]) -> str:
+    s = report["summary"]
+    status = "FAILED" if s["checks_failed"] or s["failed"] or s["error"] else "PASSED"
+    return (f"{status}: {s['checks'] - s['checks_failed']}/{s['checks']} checks ok in {s['tests']} tests "
+            f"({s['passed']} passed, {s['failed']} failed, {s['error']} errors, {s['skipped']} skipped)")

@@ -1,0 +1,129 @@
+"""``SGLangServer``: one handle, the same shape whether attached or launched (STYLE.md habit 13)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from .. import promtext, redaction
+from ..client import make_client
+from ..errors import ServerUnavailable
+from ..sglang_args import LaunchArgs
+from . import cleanup
+from .config import LaunchConfig
+from .phases import StartupReport, log_tail
+from .readiness import HEALTH_PROBE_TIMEOUT_S, check_info
+from .runner import DEFAULT_GRACE_S, ExitStatus, RunningProcess
+
+
+class SGLangServer:
+    """A ready SGLang server: attached (``mode="attach"``) or launched (process/simulator/docker).
+
+    ``api_key`` is available to code that needs it (the load generator) but never printed:
+    ``repr()`` and every message leave it out.
+    """
+
+    def __init__(self, url: str, mode: str, *, config: LaunchConfig | None = None,
+                 launch_args: LaunchArgs | None = None, process: RunningProcess | None = None,
+                 startup: StartupReport | None = None, api_key: str | None = None, validate: str = "strict",
+                 info_endpoint: str = "/server_info", initial_info: dict[str, Any] | None = None) -> None:
+        self.url = url.rstrip("/")
+        self.mode = mode
+        self.config = config
+        self.launch_args = launch_args
+        self.process = process
+        self.startup = startup
+        self.api_key = api_key
+        self.validate = validate
+        self.info_endpoint = info_endpoint
+        self.initial_info = redaction.scrub_payload(initial_info) if initial_info is not None else None
+        self._stop_lock = threading.Lock()
+        self._stopped = False
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.process.log_path if self.process is not None else None
+
+    def __repr__(self) -> str:
+        where = f", {self.process.describe()}" if self.process is not None else ""
+        return f"<SGLangServer {self.url} mode={self.mode}{where}>"
+
+    def describe(self) -> str:
+        return repr(self)[1:-1]
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        """A new httpx client bound to the server, authenticating with its API key (caller closes it)."""
+        return make_client(self.url, self.api_key, **kwargs)
+
+    def info(self) -> dict[str, Any]:
+        """``/server_info`` now, validated per ``validate`` and with secrets redacted."""
+        with self.client() as client:
+            response = self._get(client, self.info_endpoint)
+            if response.status_code == 404 and self.info_endpoint == "/server_info":
+                self.info_endpoint = "/get_server_info"
+                response = self._get(client, self.info_endpoint)
+        if response.status_code != 200:
+            raise ServerUnavailable(f"{self.describe()}: GET {self.info_endpoint} answered "
+                                    f"{response.status_code}\nFix: check that the server is healthy "
+                                    "(its /health) and the API key (--sglang-api-key) is right.")
+        payload = check_info(response, self.info_endpoint, self.validate)
+        return redaction.scrub_payload(payload if payload is not None else {})  # type: ignore[no-any-return]
+
+    def health(self, timeout_s: float = HEALTH_PROBE_TIMEOUT_S) -> int:
+        """The status code of ``GET /health`` (200 healthy, 503 starting/unhealthy/draining)."""
+        with self.client(timeout=httpx.Timeout(timeout_s, connect=5.0)) as client:
+            return self._get(client, "/health").status_code
+
+    def metrics(self) -> dict[str, list[promtext.Sample]]:
+        """``/metrics`` parsed (prometheus_client's parser), keyed by sample name."""
+        with self.client() as client:
+            response = self._get(client, "/metrics")
+        if response.status_code == 404:
+            raise ServerUnavailable(f"{self.describe()}: GET /metrics answered 404: metrics are disabled.\n"
+                                    "Fix: add --enable-metrics to the SGLang launch args (--sglang-launch).")
+        if response.status_code != 200:
+            raise ServerUnavailable(f"{self.describe()}: GET /metrics answered {response.status_code}.\n"
+                                    "Fix: check the server's health and log.")
+        return promtext.parse(response.text)
+
+    def _get(self, client: httpx.Client, path: str) -> httpx.Response:
+        try:
+            return client.get(path)
+        except httpx.TransportError as exc:
+            status = self.exit_status()
+            gone = f" (the server {status.describe()})" if status is not None else ""
+            raise ServerUnavailable(redaction.scrub(
+                f"{self.describe()}: GET {path} failed: {type(exc).__name__}: {exc}{gone}\n"
+                "Fix: read the server log (log_tail()) for why it stopped answering.")) from None
+
+    def log_tail(self, n: int = 30) -> list[str]:
+        """The last ``n`` lines of the server log, secrets masked (empty when attached)."""
+        return log_tail(self.log_path, n)
+
+    def exit_status(self) -> ExitStatus | None:
+        """None while running (or when attached); how the launched server ended otherwise."""
+        return self.process.exit_status() if self.process is not None else None
+
+    def stop(self, grace_s: float = DEFAULT_GRACE_S) -> ExitStatus | None:
+        """Stop a launched server and all its processes (idempotent); an attached server is left alone."""
+        with self._stop_lock:
+            if self.process is None:
+                return None
+            if not self._stopped:
+                self._stopped = True
+                try:
+                    self.process.stop(grace_s)
+                finally:
+                    cleanup.untrack(self.process)
+            return self.process.exit_status()
+
+    def __enter__(self) -> SGLangServer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

@@ -1,0 +1,330 @@
+"""The run-wide pool of servers behind the fixtures (one per pytest process).
+
+:class:`ServerPool` (registered as a plugin, kept in ``config.stash[POOL_KEY]``) owns every server of
+the run: the primary one behind ``sglang_server`` and the extra launches of ``sglang_server_factory``
+(an identical :class:`~pytest_sglang.server.LaunchConfig` reuses its server). It stops them all at the
+end of the run, on every path (normal end, failures, Ctrl-C, SIGTERM).
+
+Under pytest-xdist the controller resolves the primary server once (launch or attach) in
+``pytest_sessionstart``, before xdist starts the workers, and hands its URL to them through
+``workerinput``; workers attach and never launch (docs/plugin.md, "xdist").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import pytest
+
+from . import redaction
+from .errors import ServerStartError, SGLangError
+from .settings import Settings
+
+if TYPE_CHECKING:
+    from .server import LaunchConfig, SGLangServer
+    from .server.config import DockerOptions
+    from .server.progress import TerminalProgress
+
+POOL_KEY = pytest.StashKey["ServerPool"]()
+
+NO_SERVER_MESSAGE = (
+    "no SGLang server configured: give --sglang-url URL to attach to a running server "
+    "(e.g. --sglang-url http://127.0.0.1:30000) or --sglang-launch ARGS to launch one "
+    "(e.g. --sglang-launch \"--model-path meta-llama/Llama-3.1-8B-Instruct --tp 8\"); "
+    "--sglang-simulate launches the built-in simulator. "
+    "Also settable as ini sglang_url / sglang_launch or env PYTEST_SGLANG_URL / PYTEST_SGLANG_LAUNCH."
+)
+
+
+class ServerStartFailed(pytest.fail.Exception):  # type: ignore[misc,name-defined,unused-ignore]
+    """A start that failed: an ERROR of every test needing it, with the full diagnosis shown once.
+
+    pytest caches a session fixture's exception and raises the same object for every later test, so
+    the message shortens itself once it has been reported (``pytest_runtest_makereport`` flips it).
+    """
+
+    # As pytest does for its outcome exceptions: the short summary reads "ServerStartFailed: ...".
+    __module__ = "builtins"
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text, pytrace=False)
+        self.text = text
+        self.shown = False
+
+    def __str__(self) -> str:
+        if not self.shown:
+            return self.text
+        head = self.text.splitlines()[0] if self.text else "unknown error"
+        return f"SGLang server unavailable (full diagnosis in the first error of this run): {head}"
+
+    __repr__ = __str__
+
+
+class StartFailure:
+    """Remembers a failed start so that it is not retried for every test."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.error = ServerStartFailed(text)
+
+    def fail(self) -> NoReturn:
+        # No __tracebackhide__ on this path: pytrace=False already shows only the message, and
+        # hiding every frame makes pytest add an "all traceback entries are hidden" line.
+        raise self.error
+
+
+def _command_error(exc: OSError) -> ServerStartError:
+    return ServerStartError(
+        f"could not run the server command: {exc}\nFix: check --sglang-command and --sglang-python "
+        "(ini sglang_command / sglang_python), or install SGLang in that interpreter.")
+
+
+def _describe(exc: BaseException) -> str:
+    return redaction.scrub(f"{type(exc).__name__}: {exc}")
+
+
+class ServerPool:
+    """Every server of one pytest process; also a plugin (xdist controller start)."""
+
+    def __init__(self, config: pytest.Config, settings: Settings,
+                 worker_input: dict[str, Any] | None) -> None:
+        self.config = config
+        self.settings = settings
+        self.worker_input = worker_input
+        self.report_session: Any = None
+        self._servers: dict[LaunchConfig, SGLangServer] = {}
+        self._failures: dict[object, StartFailure] = {}
+        self._primary: SGLangServer | None = None
+        self._tmp_factory: pytest.TempPathFactory | None = None
+        self._lock_path: str | None = None
+
+    # ---- locations -------------------------------------------------------------------------------
+    @property
+    def lock_path(self) -> str:
+        """The run-wide load lock file (the controller's, under xdist); created on first use."""
+        if self._lock_path is None:
+            if self.worker_input is not None and self.worker_input.get("sglang_lock_path"):
+                self._lock_path = str(self.worker_input["sglang_lock_path"])
+            else:
+                fd, self._lock_path = tempfile.mkstemp(prefix="pytest-sglang-load-", suffix=".lock")
+                os.close(fd)
+        return self._lock_path
+
+    def log_dir(self) -> Path:
+        if self.settings.sglang_log_dir is not None:
+            return Path(self.settings.sglang_log_dir)
+        if self._tmp_factory is not None:
+            return self._tmp_factory.getbasetemp() / "sglang-logs"
+        basetemp = self.config.getoption("basetemp", None)
+        if basetemp:  # the xdist controller starts before any fixture exists
+            return Path(basetemp) / "sglang-logs"
+        return Path(tempfile.mkdtemp(prefix="pytest-sglang-logs-"))
+
+    def use_tmp_factory(self, factory: pytest.TempPathFactory) -> None:
+        self._tmp_factory = factory
+
+    # ---- the primary server ----------------------------------------------------------------------
+    @property
+    def distributed(self) -> bool:
+        return self.worker_input is None and self.config.getoption("dist", "no") != "no" and bool(
+            self.config.getoption("numprocesses", 0))
+
+    def primary(self) -> SGLangServer:
+        """The server behind ``sglang_server``; raises :class:`ServerStartFailed` with the diagnosis."""
+        if self._primary is not None:
+            return self._primary
+        failure = self._failures.get("primary")
+        if failure is None and self.worker_input is not None and self.worker_input.get("sglang_start_error"):
+            failure = self._failures["primary"] = StartFailure(str(self.worker_input["sglang_start_error"]))
+        if failure is not None:
+            failure.fail()
+        if not self._resolve_primary():
+            self._failures["primary"].fail()
+        assert self._primary is not None
+        return self._primary
+
+    def _resolve_primary(self) -> bool:
+        """Start or attach the primary server; on failure remember the diagnosis (False)."""
+        try:
+            self._primary = self._start_primary()
+        except (SGLangError, OSError) as exc:
+            if isinstance(exc, OSError):  # the command itself could not be executed
+                exc = _command_error(exc)
+            self._failures["primary"] = StartFailure(_describe(exc))
+            if self.report_session is not None and hasattr(self.report_session, "server_failed"):
+                self.report_session.server_failed(exc)
+            return False
+        self._announce(self._primary)
+        return True
+
+    def _start_primary(self) -> SGLangServer:
+        handed = self.worker_input or {}
+        if handed.get("sglang_url"):
+            return self._attach(str(handed["sglang_url"]), handed.get("sglang_api_key"))
+        if self.settings.mode == "attach":
+            assert self.settings.sglang_url is not None
+            return self._attach(self.settings.sglang_url, self.settings.sglang_api_key)
+        if self.settings.mode is None:
+            raise NoServerConfigured(NO_SERVER_MESSAGE)
+        if self.worker_input is not None:
+            raise NoServerConfigured("xdist worker got no server URL from the controller (it never launches)")
+        return self.launch(launch_config(self.settings, self.log_dir()))
+
+    def _attach(self, url: str, api_key: str | None) -> SGLangServer:
+        from .server import attach
+
+        return attach(url, api_key=api_key, validate=self.settings.sglang_validate)
+
+    def _announce(self, server: SGLangServer) -> None:
+        if self.report_session is None or not hasattr(self.report_session, "server_started"):
+            return
+        # A worker attaches to the controller's launch: report the controller's runner, not "attach".
+        runner = self.worker_input.get("sglang_runner") if self.worker_input is not None else None
+        self.report_session.server_started(server, runner=runner)
+
+    # ---- launches (primary and factory) ----------------------------------------------------------
+    def launch(self, config: LaunchConfig) -> SGLangServer:
+        """Launch ``config`` (or reuse the running server with the identical config)."""
+        if config in self._servers:
+            return self._servers[config]
+        if config in self._failures:
+            self._failures[config].fail()
+        from .server import launch
+
+        redaction.register(config.api_key)
+        redaction.register_launch_args(config.args)
+        redaction.register_env(dict(config.env))
+        sink = _progress_sink(self.config)
+        with _terminal_visible(self.config):
+            server = launch(config, progress=sink)
+            if sink is not None:
+                sink.write(f"sglang: serving at {server.url}, log {server.log_path}")
+        self._servers[config] = server
+        return server
+
+    def factory_launch(self, args: tuple[str, ...], overrides: dict[str, Any]) -> SGLangServer:
+        __tracebackhide__ = True
+        if self.worker_input is not None:
+            pytest.fail("sglang_server_factory cannot launch in an xdist worker (workers never launch): "
+                        "run the tests that use it without -n, e.g. -p no:xdist", pytrace=False)
+        base = launch_config(self.settings, self.log_dir())
+        try:
+            config = dataclasses.replace(base, args=tuple(args), **overrides)
+        except TypeError as exc:
+            fields = ", ".join(f.name for f in dataclasses.fields(base))
+            pytest.fail(f"sglang_server_factory: {exc}; valid overrides: {fields}", pytrace=False)
+        except SGLangError as exc:  # e.g. ConfigError for runner="k8s"
+            pytest.fail(f"sglang_server_factory: {_describe(exc)}", pytrace=False)
+        try:
+            return self.launch(config)
+        except (SGLangError, OSError) as exc:
+            error = _command_error(exc) if isinstance(exc, OSError) else exc
+            self._failures[config] = StartFailure(_describe(error))
+            self._failures[config].fail()
+
+    # ---- hooks -------------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        # Runs before xdist's DSession starts the workers, so their workerinput can carry the URL.
+        if self.distributed and self.settings.mode is not None:
+            self._resolve_primary()
+
+    def worker_input_for_nodes(self) -> dict[str, Any]:
+        failure = self._failures.get("primary")
+        return {
+            "sglang_url": self._primary.url if self._primary is not None else None,
+            "sglang_api_key": self._primary.api_key if self._primary is not None else None,
+            "sglang_start_error": failure.text if failure is not None else None,
+            "sglang_runner": self._primary.mode if self._primary is not None else None,
+            "sglang_lock_path": self.lock_path,
+        }
+
+    def close(self) -> None:
+        """Stop every launched server (attached ones are never stopped or signalled)."""
+        servers, self._servers = list(self._servers.values()), {}
+        self._primary = None
+        for server in servers:
+            try:
+                server.stop()
+            except Exception as exc:  # keep stopping the others; say what happened
+                writer = self.config.get_terminal_writer()
+                writer.line(f"sglang: stopping {server.url} failed: {_describe(exc)}")
+        if self.worker_input is None and self._lock_path is not None:
+            Path(self._lock_path).unlink(missing_ok=True)
+
+    def reap_dead_runs(self) -> None:
+        """Stop servers left behind by earlier pytest runs that died (e.g. SIGKILLed)."""
+        from .server.cleanup import reap_leftovers_once
+
+        for line in reap_leftovers_once():
+            self.config.get_terminal_writer().line(f"sglang: earlier run left a server behind: {line}")
+
+
+def _progress_sink(config: pytest.Config) -> TerminalProgress | None:
+    """Live start-up progress on the terminal; none with -q (or without a terminal reporter)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or config.get_verbosity() < 0:
+        return None
+    from .server.progress import TerminalProgress
+
+    return TerminalProgress(lambda line: reporter.write_line(redaction.scrub(line)))
+
+
+@contextlib.contextmanager
+def _terminal_visible(config: pytest.Config) -> Iterator[None]:
+    """Let start-up lines reach the terminal while a fixture waits (output is captured there)."""
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    disabled = getattr(capman, "global_and_fixture_disabled", None)
+    with disabled() if disabled is not None else contextlib.nullcontext():
+        yield
+
+
+class NoServerConfigured(SGLangError):
+    """Neither --sglang-url nor --sglang-launch (nor --sglang-simulate) is configured."""
+
+
+class XdistHooks:
+    """Registered on the controller only when pytest-xdist is loaded (STYLE habit 3)."""
+
+    def __init__(self, pool: ServerPool) -> None:
+        self.pool = pool
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput.update(self.pool.worker_input_for_nodes())
+
+
+def launch_config(settings: Settings, log_dir: Path) -> LaunchConfig:
+    """Settings -> the engine's LaunchConfig (everything that defines a launch)."""
+    from .server import LaunchConfig
+
+    return LaunchConfig(
+        runner=settings.runner,
+        args=tuple(settings.launch_args or ()),
+        command=settings.sglang_command,
+        python=settings.sglang_python,
+        env=tuple(sorted(settings.env_dict.items())),
+        startup_timeout_s=settings.sglang_startup_timeout,
+        api_key=settings.sglang_api_key,
+        validate=settings.sglang_validate,
+        preflight=not settings.sglang_no_preflight,
+        host_memory_reserve_gb=settings.sglang_host_memory_reserve_gb,
+        log_dir=log_dir,
+        docker=_docker_options(settings),
+    )
+
+
+def _docker_options(settings: Settings) -> DockerOptions | None:
+    if settings.runner != "docker":
+        return None
+    from .server.config import DockerOptions
+    return DockerOptions(image=settings.sglang_image, gpus=settings.sglang_gpus,
+                         shm_size=settings.sglang_shm_size,
+                         ipc_host=settings.sglang_ipc_host, volumes=settings.sglang_volume,
+                         memory=settings.sglang_docker_memory, pull=settings.sglang_pull,
+                         network=settings.sglang_docker_network)

@@ -1,0 +1,111 @@
+"""The simulator's command line: SGLang's launch flags plus ``--sim-*`` flags."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from ..sglang_args import LaunchArgs, add_sglang_arguments, namespace_to_launch_args
+from .config import SimOptions
+from .faults import PHASES, check_fault
+from .hostalloc import add_host_alloc_argument
+from .profiles import PROFILES
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_sglang.simulator",
+        description="SGLang 0.5.23 protocol simulator: takes sglang.launch_server's flags, needs no GPU.",
+    )
+    add_sglang_arguments(parser)
+    sim = parser.add_argument_group("simulator (--sim-*)")
+    sim.add_argument(
+        "--sim-profile",
+        default="tiny",
+        choices=sorted(PROFILES),
+        help="hardware + model profile (default tiny)",
+    )
+    sim.add_argument(
+        "--sim-gpu-memory-gb",
+        type=_positive,
+        default=None,
+        help="GPU memory per rank in GiB (overrides the profile)",
+    )
+    sim.add_argument(
+        "--sim-host-memory-gb",
+        type=_positive,
+        default=None,
+        help="host RAM in GB (overrides the profile; available = this - the profile's used RAM)",
+    )
+    sim.add_argument(
+        "--sim-time-scale",
+        type=_positive,
+        default=1.0,
+        help="multiply every simulated duration (startup phases, token timing) by this",
+    )
+    sim.add_argument("--sim-prefill-tok-s", type=_positive, default=None, help="prefill tokens per second")
+    sim.add_argument(
+        "--sim-decode-step-ms", type=_positive, default=None, help="decode step time at batch size 0 (ms)"
+    )
+    sim.add_argument(
+        "--sim-decode-step-per-req-ms",
+        type=float,
+        default=None,
+        help="extra decode step time per running request (ms)",
+    )
+    sim.add_argument(
+        "--sim-fault",
+        action="append",
+        default=[],
+        type=check_fault,
+        metavar="KIND[:ARG]",
+        help=f"inject a fault (repeatable); phases: {', '.join(PHASES)}",
+    )
+    sim.add_argument(
+        "--sim-legacy-hicache-check",
+        action="store_true",
+        default=False,
+        help="pre-0.5.23 host-memory check (each rank vs the whole machine): oversize pools OOM",
+    )
+    sim.add_argument(
+        "--sim-trace", default=None, metavar="FILE", help="write per-request ground truth (JSON lines)"
+    )
+    sim.add_argument(
+        "--sim-launch-counter",
+        default=None,
+        metavar="FILE",
+        help="append one line per launch to FILE (lets tests count launches)",
+    )
+    add_host_alloc_argument(sim)
+    return parser
+
+
+def parse(argv: Sequence[str]) -> tuple[LaunchArgs, SimOptions]:
+    """Parse ``argv`` like SGLang does (exit 2 with argparse's message on a malformed value)."""
+    ns, unknown = build_parser().parse_known_args(list(argv))
+    values = vars(ns)
+    sim = SimOptions(
+        profile=values["sim_profile"],
+        gpu_memory_gb=values["sim_gpu_memory_gb"],
+        host_memory_gb=values["sim_host_memory_gb"],
+        time_scale=values["sim_time_scale"],
+        prefill_tok_s=values["sim_prefill_tok_s"],
+        decode_step_ms=values["sim_decode_step_ms"],
+        decode_step_per_req_ms=values["sim_decode_step_per_req_ms"],
+        faults=tuple(values["sim_fault"]),
+        legacy_hicache_check=values["sim_legacy_hicache_check"],
+        trace=values["sim_trace"],
+        launch_counter=values["sim_launch_counter"],
+        host_alloc_scale=values["sim_host_alloc_scale"],
+    )
+    return namespace_to_launch_args(ns, unknown), sim

@@ -1,0 +1,141 @@
+"""The resolved configuration of one simulator launch (what SGLang computes at startup)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from .. import hostmem
+from ..sglang_args import LaunchArgs
+from .faults import Faults
+from .profiles import Hardware, Profile, device_pool_bytes_per_rank, device_pool_tokens, hardware
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """The ``--sim-*`` flags."""
+
+    profile: str = "tiny"
+    gpu_memory_gb: float | None = None
+    host_memory_gb: float | None = None
+    time_scale: float = 1.0
+    prefill_tok_s: float | None = None
+    decode_step_ms: float | None = None
+    decode_step_per_req_ms: float | None = None
+    faults: tuple[str, ...] = ()
+    legacy_hicache_check: bool = False
+    trace: str | None = None
+    launch_counter: str | None = None
+    host_alloc_scale: float = 0.0  # --sim-host-alloc-scale (hostalloc.py): real, touched host pool memory
+
+
+@dataclass(frozen=True)
+class HostPool:
+    """One rank's HiCache host pool."""
+
+    tokens: int
+    bytes: int
+    ratio: float | None  # the ratio used (None with --hicache-size)
+    auto_sized_from: float | None  # the ratio before auto-sizing shrank it
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    args: LaunchArgs
+    sim: SimOptions
+    profile: Profile
+    hw: Hardware
+    faults: Faults
+    model_path: str
+    served_model_name: str
+    mem_fraction_static: float
+    page_size: int
+    context_len: int
+    chunked_prefill_size: int
+    random_seed: int
+    max_total_num_tokens: int
+    max_running_requests: int
+    max_req_input_len: int
+    kv_bytes_per_token: int
+    host_pool: HostPool | None
+
+    @property
+    def ranks(self) -> int:
+        return self.args.tp_size * self.args.pp_size
+
+    @property
+    def hicache_ratio(self) -> float:
+        if self.args.hicache_ratio is not None:
+            return self.args.hicache_ratio
+        return 1.2 if self.args.hicache_host_memory_mode == "buffer_only" else 2.0
+
+    def scaled(self, seconds: float) -> float:
+        return seconds * self.sim.time_scale
+
+
+def _max_running(args: LaunchArgs, tokens: int, context_len: int) -> int:
+    # sglang/srt/mem_cache/kv_cache_configurator.py: resolve_max_num_reqs
+    value = args.max_running_requests
+    if value is None:
+        value = min(4096, max(2048, int(tokens / context_len * 512)))
+    return max(1, min(value, tokens // 2))
+
+
+def _host_pool(
+    args: LaunchArgs, profile: Profile, hw: Hardware, tokens: int, kv_bytes: int, page: int
+) -> HostPool | None:
+    if not args.enable_hierarchical_cache:
+        return None
+    if args.hicache_size > 0:
+        n = hostmem.host_pool_tokens(args.hicache_size * hostmem.GB, kv_bytes, page)
+        return HostPool(n, n * kv_bytes, None, None)
+    ratio = args.hicache_ratio if args.hicache_ratio is not None else 2.0
+    start = ratio
+    if args.hicache_ratio is None:
+        # Auto-sizing (§11): budget x fraction x 0.95 over the device bytes to mirror.
+        ranks = hostmem.sglang_ranks_per_host(args.tp_size, args.pp_size, args.nnodes)
+        budget = (
+            hostmem.sglang_budget_bytes(hw.host_available_bytes, ranks) * args.hicache_host_memory_fraction
+        )
+        device_bytes = max(1, device_pool_bytes_per_rank(profile, tokens, args.tp_size))
+        ratio = min(ratio, budget * 0.95 / device_bytes)
+    n = hostmem.ratio_pool_tokens(tokens, max(0.0, ratio), page)
+    return HostPool(n, n * kv_bytes, ratio, start if ratio != start else None)
+
+
+def resolve(args: LaunchArgs, sim: SimOptions, profile: Profile, faults: Faults) -> SimConfig:
+    """Fill in what SGLang resolves at startup (defaults, capacity, effective limits)."""
+    hw = hardware(profile, sim.gpu_memory_gb, sim.host_memory_gb)
+    mem_fraction = args.mem_fraction_static or profile.default_mem_fraction_static
+    page = args.page_size or 1
+    context_len = args.context_length or profile.context_length
+    tokens = device_pool_tokens(
+        profile,
+        gpu_memory_bytes=hw.gpu_memory_bytes,
+        mem_fraction_static=mem_fraction,
+        tp_size=args.tp_size,
+        pp_size=args.pp_size,
+        max_total_tokens=args.max_total_tokens,
+    )
+    tokens = tokens // page * page
+    kv_bytes = profile.kv_bytes_per_token(args.tp_size)
+    model_path = args.model_path or profile.model_path
+    return SimConfig(
+        args=args,
+        sim=sim,
+        profile=profile,
+        hw=hw,
+        faults=faults,
+        model_path=model_path,
+        served_model_name=args.served_model_name or model_path,
+        mem_fraction_static=mem_fraction,
+        page_size=page,
+        context_len=context_len,
+        chunked_prefill_size=args.chunked_prefill_size or profile.chunked_prefill_size,
+        random_seed=args.random_seed if args.random_seed is not None else random.randint(0, 2**30),
+        max_total_num_tokens=tokens,
+        max_running_requests=_max_running(args, max(tokens, 2), context_len),
+        max_req_input_len=min(context_len - 1, tokens - 1) - 5,
+        kv_bytes_per_token=kv_bytes,
+        host_pool=_host_pool(args, profile, hw, tokens, kv_bytes, page),
+    )

@@ -1,0 +1,229 @@
+"""``/metrics`` in Prometheus text format (SGLang's ``sglang:`` series and labels, reference §6)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from .state import State
+from .stats import Histogram
+
+
+def _labels(**kv: str) -> str:
+    return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(kv.items())) + "}"
+
+
+class _Out:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def family(self, name: str, kind: str, help_text: str, samples: Iterable[tuple[str, float]]) -> None:
+        self.lines.append(f"# HELP sglang:{name} {help_text}")
+        self.lines.append(f"# TYPE sglang:{name} {kind}")
+        for labels, value in samples:
+            self.lines.append(f"sglang:{name}{labels} {float(value)!r}")
+
+    def histogram(self, name: str, help_text: str, items: Iterable[tuple[dict[str, str], Histogram]]) -> None:
+        self.lines.append(f"# HELP sglang:{name} {help_text}")
+        self.lines.append(f"# TYPE sglang:{name} histogram")
+        for labels, h in items:
+            for le, count in h.cumulative():
+                self.lines.append(f"sglang:{name}_bucket{_labels(**labels, le=le)} {float(count)!r}")
+            self.lines.append(f"sglang:{name}_sum{_labels(**labels)} {h.sum!r}")
+            self.lines.append(f"sglang:{name}_count{_labels(**labels)} {float(h.count)!r}")
+
+
+def render(state: State) -> str:
+    cfg, e = state.cfg, state.engine
+    st = e.stats
+    model = cfg.served_model_name
+    sched = _labels(engine_type="unified", model_name=model, moe_ep_rank="0", pp_rank="0", tp_rank="0")
+    tok = {"engine_type": "unified", "model_name": model}
+    out = _Out()
+    cap = max(1, e.capacity)
+    gauges: list[tuple[str, str, float]] = [
+        ("num_running_reqs", "The number of running requests.", len(e.running)),
+        ("num_queue_reqs", "The number of requests in the waiting queue.", len(e.waiting)),
+        ("num_grammar_queue_reqs", "The number of requests in the grammar waiting queue.", 0),
+        ("token_usage", "The token usage.", e.used_tokens / cap),
+        ("full_token_usage", "The token usage of full attention layers.", e.used_tokens / cap),
+        ("num_used_tokens", "The number of used tokens.", e.used_tokens),
+        ("kv_used_tokens", "KV tokens in use.", e.used_tokens),
+        ("kv_available_tokens", "KV tokens available.", max(0, e.free_tokens)),
+        ("kv_evictable_tokens", "KV tokens held by the radix cache and evictable.", e.cache.evictable_tokens),
+        (
+            "max_total_num_tokens",
+            "Maximum total number of tokens in the KV cache pool.",
+            cfg.max_total_num_tokens,
+        ),
+        ("page_size", "KV cache page size.", cfg.page_size),
+        ("num_pages", "Number of KV cache pages.", cfg.max_total_num_tokens // cfg.page_size),
+        ("context_len", "Model context length.", cfg.context_len),
+        ("gen_throughput", "The generation throughput (token/s).", st.gen_throughput()),
+        ("cache_hit_rate", "The prefix cache hit rate.", st.cache_hit_rate),
+        ("utilization", "Scheduler utilization.", min(1.0, len(e.running) / max(1, e.max_running))),
+    ]
+    if cfg.host_pool is not None:
+        gauges += [
+            ("hicache_host_used_tokens", "HiCache host pool tokens in use.", e.cache.host_tokens),
+            ("hicache_host_total_tokens", "HiCache host pool size in tokens.", cfg.host_pool.tokens),
+        ]
+    for name, help_text, value in gauges:
+        out.family(name, "gauge", help_text, [(sched, value)])
+    phases = {
+        "load_weight": state.times.get("weights", 0.0),
+        "kv_cache_allocation": state.times.get("kv_cache", 0.0),
+        "scheduler_e2e": sum(state.times.values()),
+        "tokenizer_e2e": sum(state.times.values()),
+    }
+    out.family(
+        "startup_time_seconds",
+        "gauge",
+        "Engine startup duration by phase in seconds.",
+        [(_labels(**tok, phase=k), v) for k, v in phases.items()],
+    )
+    _counters(out, state, tok)
+    _histograms(out, state, tok)
+    return "\n".join(out.lines) + "\n"
+
+
+def _counters(out: _Out, state: State, tok: dict[str, str]) -> None:
+    st = state.engine.stats
+    for name, help_text, data in (
+        ("num_requests_total", "Number of requests processed.", st.requests),
+        ("prompt_tokens_total", "Number of prefill tokens processed.", st.prompt_tokens),
+        ("generation_tokens_total", "Number of generation tokens processed.", st.generation_tokens),
+    ):
+        out.family(
+            name,
+            "counter",
+            help_text,
+            [(_labels(**tok, is_streaming=s), data.get(s, 0)) for s in ("false", "true")],
+        )
+    out.family(
+        "cached_tokens_total",
+        "counter",
+        "Number of cached prompt tokens by source (device/host/storage).",
+        [(_labels(**tok, cache_source=k), v) for k, v in st.cached.items()],
+    )
+    base = dict(
+        engine_type="unified", model_name=tok["model_name"], moe_ep_rank="0", pp_rank="0", tp_rank="0"
+    )
+    out.family(
+        "prefill_effective_tokens_total",
+        "counter",
+        "Effective prefill tokens by mode.",
+        [(_labels(**base, mode=k), v) for k, v in st.effective.items()],
+    )
+    out.family(
+        "realtime_tokens_total",
+        "counter",
+        "Tokens processed by mode.",
+        [
+            (_labels(**base, mode="prefill_compute"), st.effective["input"]),
+            (_labels(**base, mode="prefill_cache"), st.effective["device_hit"] + st.effective["host_hit"]),
+            (_labels(**base, mode="decode"), st.decode_tokens),
+        ],
+    )
+    out.family(
+        "num_aborted_requests_total", "counter", "Number of requests aborted.", [(_labels(**tok), st.aborted)]
+    )
+    if state.cfg.host_pool is not None:
+        cache = state.engine.cache
+        radix = dict(cache_type="UnifiedRadixCache", dp_rank="0", pp_rank="0", tp_rank="0")
+        out.family(
+            "evicted_tokens_total",
+            "counter",
+            "Tokens evicted from the device cache.",
+            [(_labels(**radix), cache.evicted_tokens)],
+        )
+        out.family(
+            "load_back_tokens_total",
+            "counter",
+            "Tokens loaded back from the host pool.",
+            [(_labels(**radix, pool="kv"), cache.loaded_back_tokens)],
+        )
+    out.family(
+        "http_requests_total",
+        "counter",
+        "Total HTTP requests.",
+        [(_labels(endpoint=p, method=m), v) for (p, m), v in sorted(state.http_requests.items())],
+    )
+    out.family(
+        "http_responses_total",
+        "counter",
+        "Total HTTP responses.",
+        [
+            (_labels(endpoint=p, method=m, status_code=c), v)
+            for (p, c, m), v in sorted(state.http_responses.items())
+        ],
+    )
+
+
+def _histograms(out: _Out, state: State, tok: dict[str, str]) -> None:
+    st = state.engine.stats
+    base = dict(
+        engine_type="unified", model_name=tok["model_name"], moe_ep_rank="0", pp_rank="0", tp_rank="0"
+    )
+    out.histogram(
+        "time_to_first_token_seconds",
+        "Histogram of time to first token in seconds.",
+        [({**tok, "is_streaming": s}, h) for s, h in st.ttft.items()],
+    )
+    out.histogram(
+        "e2e_request_latency_seconds",
+        "Histogram of End-to-end request latency in seconds",
+        [({**tok, "is_streaming": s}, h) for s, h in st.e2e.items()],
+    )
+    out.histogram(
+        "request_time_per_output_token_seconds",
+        "Histogram of time per output token in seconds.",
+        [({**tok, "is_streaming": s}, h) for s, h in st.tpot.items()],
+    )
+    out.histogram(
+        "inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", [(tok, st.itl)]
+    )
+    out.histogram("queue_time_seconds", "Histogram of queueing time in seconds.", [(base, st.queue)])
+    out.histogram("prompt_tokens_histogram", "Histogram of prompt token length.", [(tok, st.prompt_hist)])
+    out.histogram(
+        "uncached_prompt_tokens_histogram",
+        "Histogram of uncached prompt token length.",
+        [(tok, st.uncached_hist)],
+    )
+    out.histogram(
+        "generation_tokens_histogram", "Histogram of generation token length.", [(tok, st.gen_hist)]
+    )
+
+
+def loads(state: State) -> dict[str, Any]:
+    """``GET /v1/loads`` (works without --enable-metrics)."""
+    cfg, e = state.cfg, state.engine
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+    load = {
+        "timestamp": stamp,
+        "dp_rank": 0,
+        "num_running_reqs": len(e.running),
+        "num_waiting_reqs": len(e.waiting),
+        "num_waiting_uncached_tokens": sum(len(r.prompt_ids) for r in e.waiting),
+        "num_used_tokens": e.used_tokens,
+        "num_total_tokens": cfg.max_total_num_tokens,
+        "num_active_tokens": e.reserved,
+        "num_prealloc_ready_tokens": 0,
+        "max_total_num_tokens": cfg.max_total_num_tokens,
+        "max_running_requests": cfg.max_running_requests,
+        "token_usage": e.used_tokens / max(1, e.capacity),
+        "gen_throughput": e.stats.gen_throughput(),
+        "cache_hit_rate": e.stats.cache_hit_rate,
+        "utilization": 0.0,
+        "total_prefill_uncached_tokens": e.stats.effective["input"],
+        "total_prefill_busy_us": 0,
+        "decode_moments": {},
+    }
+    return {
+        "timestamp": stamp,
+        "version": "0.5.23",
+        "accelerator": cfg.profile.gpu_name,
+        "num_accelerators": cfg.ranks * cfg.args.dp_size,
+        "loads": [load],
+    }

@@ -1,0 +1,152 @@
+"""``python -m pytest_sglang.simulator``: parse, start up (port closed), serve, warm up."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+
+from aiohttp import web
+
+from . import cli, tokenizer
+from .app import build_app
+from .config import SimConfig, resolve
+from .engine import Engine, Request
+from .faults import parse_faults
+from .logs import Logger
+from .profiles import Speed, get_profile
+from .sink import Sink
+from .startup import Startup, fault, oom_kill
+from .state import STARTING, UP, State
+from .streams import collect
+from .trace import Trace
+
+
+def _speed(cfg: SimConfig) -> Speed:
+    s, base = cfg.sim, cfg.profile.speed
+    return Speed(
+        prefill_tok_s=s.prefill_tok_s or base.prefill_tok_s,
+        prefill_base_s=base.prefill_base_s,
+        decode_base_s=s.decode_step_ms / 1000 if s.decode_step_ms else base.decode_base_s,
+        decode_per_req_s=(
+            s.decode_step_per_req_ms / 1000 if s.decode_step_per_req_ms is not None else base.decode_per_req_s
+        ),
+    )
+
+
+def _warn_passthrough(log: Logger, cfg: SimConfig) -> None:
+    for name in dict.fromkeys(cfg.args.given_flags()):
+        if name.removeprefix("--").replace("-", "_") in cfg.args.passthrough:
+            log.warning(f"{name} is an SGLang 0.5.23 flag that the simulator accepts but does not simulate")
+        else:
+            log.warning(f"{name} is not an SGLang 0.5.23 flag; the simulator ignores it")
+
+
+async def _warmup(state: State) -> None:
+    cfg, log = state.cfg, state.log
+    await asyncio.sleep(cfg.scaled(cfg.profile.phase_s.get("warmup", 0.0)))
+    kind = cfg.faults.at("warmup")
+    if kind == "hang-at":
+        await asyncio.Event().wait()  # the warmup request never returns: /health stays 503
+    if kind == "crash-at":
+        log.always(
+            "Initialization failed. warmup error: Traceback (most recent call last):\n  File "
+            '"sglang/srt/entrypoints/http_server.py", line 1795, in _execute_server_warmup\n'
+            "RuntimeError: simulated warmup failure (--sim-fault crash-at:warmup)"
+        )
+        os._exit(1)
+    if kind == "oom-kill-at":
+        oom_kill(log)
+    if not cfg.args.skip_server_warmup:
+        log.access("127.0.0.1:0", "GET", "/model_info", 200, "OK")
+        ids = tokenizer.encode("The capital city of France is")
+        req = Request(
+            rid="warmup",
+            prompt_ids=ids,
+            max_new=8,
+            ignore_eos=False,
+            stop=[],
+            random_seed=0,
+            emit=collect,
+            sink=Sink(None),
+            stream=False,
+            endpoint="/generate",
+            log_metrics=False,
+        )
+        state.engine.submit(req)
+        await req.done
+        log.info(
+            f"Prefill batch, #new-seq: 1, #new-token: {len(ids)}, #cached-token: 0, token usage: 0.00, "
+            "#running-req: 0, #queue-req: 0, "
+        )
+        log.access("127.0.0.1:0", "POST", "/generate", 200, "OK")
+        log.access("127.0.0.1:0", "POST", "/freeze_gc", 200, "OK")
+    state.status = UP
+    state.up_perf = time.perf_counter()
+    state.trace.event("server_up")
+    log.info("The server is fired up and ready to roll!")
+
+
+async def _serve(state: State) -> None:
+    cfg, log = state.cfg, state.log
+    fault(cfg, log, "uvicorn")
+    await asyncio.sleep(cfg.scaled(cfg.profile.phase_s.get("uvicorn", 0.0)))
+    log.uvicorn(f"Started server process [{os.getpid()}]")
+    log.uvicorn("Waiting for application startup.")
+    log.uvicorn("Application startup complete.")
+    runner = web.AppRunner(build_app(state), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, cfg.args.host, state.port, reuse_address=True)
+    await site.start()
+    state.engine.start()
+    state.trace.event("port_open", port=state.port)
+    log.uvicorn(f"Uvicorn running on http://{cfg.args.host}:{state.port} (Press CTRL+C to quit)")
+    warmup = asyncio.get_running_loop().create_task(_warmup(state))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.uvicorn("Shutting down")
+    warmup.cancel()
+    await runner.cleanup()
+    state.trace.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args, sim = cli.parse(argv)
+    log = Logger(args.log_level)
+    cfg = resolve(args, sim, get_profile(sim.profile), parse_faults(sim.faults))
+    if sim.launch_counter:
+        with open(sim.launch_counter, "a") as f:
+            f.write(f"{os.getpid()}\n")
+    _warn_passthrough(log, cfg)
+    startup = Startup(cfg, log, args.port)
+    startup.run()
+    engine = Engine(
+        capacity=cfg.max_total_num_tokens * args.dp_size,
+        max_running=cfg.max_running_requests * args.dp_size,
+        speed=_speed(cfg),
+        time_scale=sim.time_scale,
+        chunked_prefill=cfg.chunked_prefill_size,
+        host_capacity=cfg.host_pool.tokens if cfg.host_pool else 0,
+        radix=not args.disable_radix_cache,
+    )
+    state = State(
+        cfg=cfg,
+        engine=engine,
+        log=log,
+        trace=Trace(sim.trace),
+        argv=argv,
+        port=args.port,
+        times=startup.times,
+        status=STARTING,
+    )
+    state.rng.seed(cfg.random_seed)
+    engine.on_finish = state.trace.request
+    asyncio.run(_serve(state))
+    return 0

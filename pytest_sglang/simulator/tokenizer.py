@@ -1,0 +1,67 @@
+"""A deterministic stand-in tokenizer (no model files needed).
+
+Encoding: the text is split with the regex ``\\s*[^\\s]{1,4}`` (optional leading whitespace, then up to
+4 non-space characters), i.e. roughly one token per 4 characters of a word, like BPE on English.
+Each piece maps to ``1000 + crc32(piece) % 31000``, so the same text always gives the same ids and a
+shared text prefix gives a shared id prefix (what the radix cache needs). Chat messages are rendered
+as ``<|role|>\\ncontent\\n`` per message plus ``<|assistant|>\\n`` before tokenizing.
+
+Generation: output token ``k`` of a request is ``VOCAB[(seed + 7919 * k) % len(VOCAB)]`` where the seed
+is derived from the prompt's last ids and ``--random-seed``; every vocabulary entry is a short word with
+a leading space, so the text of ``n`` tokens is the concatenation of ``n`` entries. EOS is id 2.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+
+EOS_TOKEN_ID = 2
+VOCAB_SIZE = 32000
+_PIECE = re.compile(r"\s*[^\s]{1,4}|\s+")
+
+_WORDS = (
+    "the of and to in is was for on that with as by at from his it an were are which this be or has "
+    "had not but they their one all its new also after first two been more who have other time when "
+    "there into year can only over some most city may such would these most made where state world "
+    "used many part then well while both known three under later could use between during same area "
+    "each around before since work team found began following school called being against took film "
+    "early war several until number second through life season based high family including league"
+).split()
+#: (token id, text) of the output vocabulary; ids are stable and outside the prompt hash range.
+VOCAB: tuple[tuple[int, str], ...] = tuple((100 + i, " " + w) for i, w in enumerate(_WORDS))
+
+
+def encode(text: str) -> list[int]:
+    """Token ids of ``text`` (deterministic, see module docstring)."""
+    return [1000 + zlib.crc32(p.encode()) % 31000 for p in _PIECE.findall(text)]
+
+
+def render_chat(messages: Sequence[object]) -> str:
+    """The prompt text of an OpenAI ``messages`` list (content parts of type text are joined)."""
+    parts: list[str] = []
+    for msg in messages:
+        if not isinstance(msg, dict):
+            continue
+        content = msg.get("content")
+        if isinstance(content, list):
+            content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        parts.append(f"<|{msg.get('role', 'user')}|>\n{content or ''}\n")
+    parts.append("<|assistant|>\n")
+    return "".join(parts)
+
+
+def output_seed(prompt_ids: Sequence[int], random_seed: int) -> int:
+    tail = ",".join(map(str, prompt_ids[-8:]))
+    return zlib.crc32(f"{random_seed}:{len(prompt_ids)}:{tail}".encode())
+
+
+def output_token(seed: int, k: int) -> tuple[int, str]:
+    """The ``k``-th generated token (id, text) of a request whose generation seed is ``seed``."""
+    return VOCAB[(seed + 7919 * k) % len(VOCAB)]
+
+
+def natural_length(seed: int) -> int:
+    """How many tokens the simulated model writes before EOS when ``ignore_eos`` is false (64..255)."""
+    return 64 + seed % 192

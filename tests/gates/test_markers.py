@@ -1,0 +1,73 @@
+"""End to end through pytest: each marker passes at its threshold and fails one unit above."""
+
+from __future__ import annotations
+
+import pytest
+
+LAUNCH = ("--sim-profile tiny --sim-time-scale 0.1 --max-total-tokens 8192 --enable-hierarchical-cache "
+          "--hicache-size 1")
+# tiny: 8 KV heads x 64 x 2 x 4 layers x 2 bytes = 8,192 bytes per token; 1e9 // 8,192 + 1 page = 122,071.
+INNER = """
+import pytest
+
+@pytest.mark.sglang_capacity(min_total_tokens=8192, min_running_requests=2048, min_context_length=8192,
+                             min_concurrent_requests=8, avg_request_tokens=1024)
+def test_capacity_at_threshold():
+    pass
+
+@pytest.mark.sglang_capacity(min_total_tokens=8193)
+def test_capacity_one_above():
+    pass
+
+@pytest.mark.sglang_hicache(min_host_tokens=122071, min_host_gb_per_rank=1, min_ratio=14.9,
+                            write_policy="write_through")
+def test_hicache_at_threshold(sglang_server):
+    pass
+
+@pytest.mark.sglang_hicache(min_host_tokens=122072)
+def test_hicache_one_above():
+    pass
+
+@pytest.mark.sglang_hicache(min_host_gb_per_rank=2)
+def test_hicache_gb_above():
+    pass
+
+@pytest.mark.sglang_capacity(min_concurrent_requests=3)
+def test_missing_avg():
+    pass
+
+@pytest.mark.sglang_capacity(min_concurrent_requests=8, avg_request_tokens=1024, verify_live=True)
+@pytest.mark.sglang_hicache(effective=True)
+def test_live(sglang_gate):
+    pass
+"""
+
+
+def test_markers_pass_at_threshold_and_fail_one_unit_above(pytester: pytest.Pytester) -> None:
+    # One inner run checks every marker: a simulator launch per case would be slow.
+    pytester.makepyfile(test_inner=INNER)
+    result = pytester.runpytest_subprocess("--sglang-runner", "simulator", "--sglang-launch", LAUNCH,
+                                           "-p", "no:cacheprovider", "-rfE")
+    result.assert_outcomes(passed=3, failed=3, errors=1)
+    result.stdout.fnmatch_lines([
+        "sglang capacity gate failed: max_total_num_tokens 8,192 tokens (required >= 8,193)",
+        "  max_total_num_tokens: measured 8,192 tokens, required >= 8,193 tokens "
+        "[[]/server_info internal_states[[]i[]].memory_usage.token_capacity[]]: FAILED",
+        "  server args: mem_fraction_static=0.719, max_total_tokens=8192, *",
+        "Fix: raise --mem-fraction-static (now 0.719: the GPU share for weights + KV pool); raise or "
+        "drop --max-total-tokens (now 8192: it caps the pool); *",
+    ], consecutive=True)
+    result.stdout.fnmatch_lines([
+        "sglang hicache gate failed: host_pool_tokens 122,071 tokens (required >= 122,072)",
+    ])
+    result.stdout.fnmatch_lines([
+        "sglang hicache gate failed: host_pool_gb_per_rank 1 GB (required >= 2)",
+        "*host_pool_gb_per_rank: measured 1 GB, required >= 2 GB [[]startup log: 1 'Allocating kv "
+        "hierarchical KV host pool' line(s)[]]: FAILED",
+    ])
+    result.stdout.fnmatch_lines(["*capacity live_concurrent_requests * >= 8 requests ok"])
+    result.stdout.fnmatch_lines(["*hicache host_hit_tokens * tokens ok"])
+    result.stdout.fnmatch_lines([
+        "*@pytest.mark.sglang_capacity could not measure: ConfigError: "
+        "sglang_capacity(min_concurrent_requests=...)=3: needs avg_request_tokens*",
+    ])

@@ -1,0 +1,139 @@
+"""A tiny in-thread aiohttp server speaking SGLang's streaming protocol, for client-side tests.
+
+The simulator (``sim_factory``) is the end-to-end target; this fake lets tests control exactly
+what arrives and observe exactly what the load generator sent (bodies, headers, concurrency).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+
+@dataclass
+class FakeBehaviour:
+    step_s: float = 0.002
+    tokens_per_chunk: int = 1
+    #: Answer this status with an error body instead of streaming.
+    status: int = 200
+    require_key: str | None = None
+    #: Stop after this many tokens without [DONE] (connection closed).
+    drop_after: int | None = None
+    #: Tokens to produce = requested + this (to exercise token-count checks).
+    extra_tokens: int = 0
+    metrics: bool = True
+
+
+@dataclass
+class FakeServer:
+    url: str
+    behaviour: FakeBehaviour
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    flushes: int = 0
+
+
+def _app(state: FakeServer) -> web.Application:
+    b = state.behaviour
+
+    async def health(_: web.Request) -> web.Response:
+        return web.Response(text="")
+
+    async def metrics(_: web.Request) -> web.Response:
+        if not b.metrics:
+            return web.json_response({"detail": "Not Found"}, status=404)
+        return web.Response(
+            text=(
+                f'sglang:num_running_reqs{{tp_rank="0"}} {state.in_flight}.0\n'
+                'sglang:num_queue_reqs{tp_rank="0"} 0.0\nsglang:token_usage{tp_rank="0"} 0.25\n'
+            )
+        )
+
+    async def flush(_: web.Request) -> web.Response:
+        state.flushes += 1
+        return web.Response(text="Cache flushed.\n")
+
+    async def generate(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        state.bodies.append(body)
+        state.headers.append(dict(request.headers))
+        if b.require_key and request.headers.get("Authorization") != f"Bearer {b.require_key}":
+            return web.json_response({"error": "Unauthorized"}, status=401)
+        if b.status != 200:
+            return web.json_response({"error": {"message": "The request queue is full."}}, status=b.status)
+        want = body["sampling_params"]["max_new_tokens"] + b.extra_tokens
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8"})
+        await resp.prepare(request)
+        state.in_flight += 1
+        state.max_in_flight = max(state.max_in_flight, state.in_flight)
+        try:
+            n = 0
+            while n < want:
+                await asyncio.sleep(b.step_s)
+                n = min(want, n + b.tokens_per_chunk)
+                if b.drop_after is not None and n > b.drop_after:
+                    assert request.transport is not None
+                    request.transport.close()
+                    return resp
+                fr = {"type": "length", "length": n} if n == want else None
+                chunk = {
+                    "text": "x" * n,
+                    "meta_info": {
+                        "completion_tokens": n,
+                        "finish_reason": fr,
+                        "prompt_tokens": len(body.get("input_ids", [])),
+                    },
+                }
+                await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            await resp.write(b"data: [DONE]\n\n")
+        finally:
+            state.in_flight -= 1
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/health", health)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_post("/flush_cache", flush)
+    app.router.add_post("/generate", generate)
+    return app
+
+
+@pytest.fixture
+def fake_server() -> Iterator[FakeServer]:
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    holder: dict[str, Any] = {}
+    state = FakeServer(url="", behaviour=FakeBehaviour())
+
+    async def start() -> None:
+        runner = web.AppRunner(_app(state), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        state.url = f"http://127.0.0.1:{port}"
+        holder["runner"] = runner
+        ready.set()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(start())
+        loop.run_forever()
+        loop.run_until_complete(holder["runner"].cleanup())
+        loop.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    yield state
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)

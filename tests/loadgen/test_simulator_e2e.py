@@ -1,0 +1,84 @@
+"""End to end against the simulator (a real subprocess) with a known speed model.
+
+Speed model (real seconds, after ``--sim-time-scale 0.05``): decode step 200 ms x 0.05 = 10 ms at
+any batch size (per-request cost 0), so ITL ~ 10 ms and, at concurrency C, the server emits about
+C tokens per 10 ms. Tolerances are wide because CI shares 2 cores between the server, the client
+and other tests: ITL median in [9, 16] ms; throughput in [0.5, 1.1] x the model's figure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_sglang.gates.throughput import evaluate_throughput
+from pytest_sglang.loadgen import LoadSpec, run_load
+
+STEP_S = 0.2 * 0.05
+MODEL = ("--sim-decode-step-ms", "200", "--sim-decode-step-per-req-ms", "0", "--enable-metrics")
+SHAPE: dict[str, Any] = dict(requests=16, concurrency=8, input_len=64, output_len=32)
+
+
+@pytest.fixture
+def sim_url(sim_factory: Any) -> str:
+    url: str = sim_factory(*MODEL).url
+    return url
+
+
+def model_output_tok_s(concurrency: int) -> float:
+    return concurrency / STEP_S  # one token per running request per decode step
+
+
+def test_metrics_match_the_speed_model(sim_url: str) -> None:
+    result = run_load(sim_url, LoadSpec(**SHAPE))
+    assert result.completed == 16 and result.errors == {}
+    assert result.total_output_tokens == 16 * 32 and result.total_input_tokens == 16 * 64
+    assert 0.9 * STEP_S * 1000 <= result.median_itl_ms <= 1.6 * STEP_S * 1000
+    assert 0.9 * STEP_S * 1000 <= result.median_tpot_ms <= 1.6 * STEP_S * 1000
+    assert 0.5 * model_output_tok_s(8) <= result.output_throughput <= 1.1 * model_output_tok_s(8)
+    # e2e ~ TTFT + 31 steps; concurrency (sum e2e / duration) close to the cap
+    assert result.median_e2e_latency_ms >= 31 * STEP_S * 1000
+    assert 5.0 <= result.concurrency <= 8.0
+    assert result.server_view["peak_num_running_reqs"] >= 1
+
+
+def test_floors_pass_and_fail_where_they_should(sim_url: str) -> None:
+    result = run_load(sim_url, LoadSpec(**SHAPE))
+    model = model_output_tok_s(8)
+    assert evaluate_throughput(result, min_output_tok_s=0.4 * model, max_itl_ms_p99=200).passed
+    failing = evaluate_throughput(result, min_output_tok_s=3 * model)
+    assert not failing.passed
+    assert failing.message().startswith("sglang throughput gate failed: output_throughput ")
+    assert "server view (/metrics peaks): running " in failing.message()
+
+
+def test_drop_stream_fault_fails_gate_as_truncated(sim_factory: Any) -> None:
+    sim = sim_factory(*MODEL, "--sim-fault", "drop-stream-after:5")
+    result = run_load(sim.url, LoadSpec(**SHAPE))
+    assert result.completed == 0 and result.errors == {"truncated": 16}
+    outcome = evaluate_throughput(result, min_output_tok_s=1)
+    assert not outcome.passed
+    msg = outcome.message()
+    assert "integrity: 0/16 completed; failed by kind: {'truncated': 16}" in msg
+    assert "failures: request 0: truncated: " in msg
+
+
+def test_error_rate_fault_fails_gate_with_http_500(sim_factory: Any) -> None:
+    sim = sim_factory(*MODEL, "--sim-fault", "error-rate:0.5")
+    result = run_load(sim.url, LoadSpec(**{**SHAPE, "warmup": 0}))
+    assert set(result.errors) == {"http_500"} and 0 < result.failed < 16
+    outcome = evaluate_throughput(result)
+    assert not outcome.passed
+    assert outcome.failed[0].metric == "error_rate"
+    assert (
+        "http_500: Internal server error: simulated failure (--sim-fault error-rate:0.5)" in outcome.message()
+    )
+
+
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_openai_apis_use_server_counts(sim_url: str, api: str) -> None:
+    result = run_load(sim_url, LoadSpec(**{**SHAPE, "requests": 4, "api": api}))
+    assert result.completed == 4, result.failure_examples()
+    assert result.total_output_tokens == 4 * 32
+    assert result.median_ttft_ms > 0 and result.median_itl_ms > 0

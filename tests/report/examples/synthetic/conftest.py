@@ -1,0 +1,65 @@
+"""Inner conftest for the report pytester tests: a fake server handle and the baseline call.
+
+The fake handle has the shape of ``SGLangServer`` (``info()``, ``mode``, ``config``, ``startup``);
+``SYNTH_GPU`` changes its GPU model so that fingerprints differ. The hook wrapper does what the
+plugin does in a test's call phase: ask the report session for the baseline outcome and fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_sglang.report.session import baseline_outcome, get_session
+
+
+class FakeServer:
+    mode = "simulator"
+    url = "http://127.0.0.1:1"
+    config = SimpleNamespace(
+        runner="simulator",
+        args=("--model-path", "tiny", "--tp", "1", "--api-key", "sk-secret-123456"),
+        startup_timeout_s=60.0,
+    )
+    startup = SimpleNamespace(
+        ready_s=2.5,
+        phases=[
+            SimpleNamespace(name="load weights", start=0.1, end=1.5),
+            SimpleNamespace(name="warmup", start=1.5, end=2.5),
+        ],
+    )
+
+    def info(self) -> dict[str, object]:
+        return {
+            "version": "0.5.23",
+            "model_path": "tiny",
+            "tp_size": 1,
+            "dp_size": 1,
+            "device": "cuda",
+            "gpu_model": os.environ.get("SYNTH_GPU", "H100"),
+            "api_key": "sk-secret-123456",
+            "launch_command": "--model-path tiny --tp 1 --api-key sk-secret-123456",
+        }
+
+
+@pytest.hookimpl(trylast=True)  # after the plugin registered its ReportSession
+def pytest_configure(config: pytest.Config) -> None:
+    session = get_session(config)
+    if session is not None and not hasattr(config, "workerinput"):
+        session.server_started(FakeServer())
+    elif session is not None:
+        session.server_started(FakeServer(), runner="simulator")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
+    result = yield
+    loads = [json.loads(str(v)) for k, v in item.user_properties if k == "sglang_load"]
+    outcome = baseline_outcome(item.config, item.nodeid, loads)
+    if outcome is not None:
+        item.user_properties.append(("sglang_outcome", json.dumps(outcome.to_dict())))
+        outcome.raise_for_failures()
+    return result

@@ -1,0 +1,147 @@
+"""Renderers: terminal (80 columns), JSON schema, Markdown, self-contained HTML, compare CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+import sample
+
+from pytest_sglang.__main__ import main as dispatch
+from pytest_sglang.report import html, json_report, markdown, terminal
+
+
+@pytest.fixture
+def report() -> dict[str, object]:
+    return json_report.build_report(sample.tests(), sample.identity(), duration_s=3.0, exitstatus=1)
+
+
+def test_schema_is_valid_and_versioned() -> None:
+    schema = json_report.load_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["$id"] == json_report.SCHEMA_ID and schema["properties"]["schema_version"] == {"const": 1}
+
+
+def test_report_validates_and_a_broken_one_is_reported_by_path(report: dict[str, object]) -> None:
+    assert json_report.validation_errors(report) == []
+    broken = json.loads(json.dumps(report))
+    broken["records"][0]["op"] = "~"
+    broken["tests"][0]["outcome"] = "maybe"
+    assert json_report.validation_errors(broken) == [
+        "$.records[0].op: '~' is not one of ['>=', '<=', '==', 'in']",
+        "$.tests[0].outcome: 'maybe' is not one of ['passed', 'failed', 'error', 'skipped']",
+    ]
+
+
+def test_report_without_server_validates() -> None:
+    assert json_report.validation_errors(json_report.build_report([], None)) == []
+
+
+def test_terminal_fits_80_columns_and_names_everything(report: dict[str, object]) -> None:
+    lines = terminal.render(report)
+    assert max(len(line) for line in lines) <= 80
+    text = "\n".join(lines)
+    assert lines[:2] == [
+        "server   SGLang 0.5.23 | simulator | meta-llama/Llama-3.1-8B-Instruct",
+        "         (tp=2,dp=1)",
+    ]
+    for needle in (
+        "GPU 2 x H100 80GB (simulated); host ci-1, 2 CPUs, 24.0 GB RAM",
+        "--api-key ***",
+        "load weights 16.8 s",
+        "cuda graph capture 7.5 s",
+        "hicache host_pool_tokens                  8,192 tok     >= 12,000 tok FAILED",
+    ):
+        assert needle in text
+
+
+def test_markdown_has_tables(report: dict[str, object], tmp_path: Path) -> None:
+    md = markdown.render(report)
+    assert md.startswith("## pytest-sglang gates\n\n**FAILED: 5/6 checks ok in 4 tests")
+    assert "| test | gate | check | measured | required | verdict | load |" in md
+    assert "| load weights | 1.2 s | 18.0 s | 16.8 s | log |" in md
+    assert "SGLang 0.5.23 \\| simulator" in md  # pipes escaped inside cells
+    path = markdown.write_markdown(report, tmp_path / "s.md", append=True)
+    markdown.write_markdown(report, path, append=True)
+    assert path.read_text().count("## pytest-sglang gates") == 2
+
+
+def test_html_is_self_contained(report: dict[str, object], tmp_path: Path) -> None:
+    page = html.write_html(report, tmp_path / "r.html").read_text()
+    assert "<script" not in page and "@import" not in page and "url(" not in page
+    assert not re.search(r'(src|href)="(?!#)', page)  # nothing to fetch
+    assert "default-src 'none'" in page
+    charts = re.findall(r'data-chart="([^"]+)"', page)
+    assert charts == ["throughput", "cdf-ttft", "cdf-itl", "cdf-e2e_latency", "capacity", "startup"]
+    for label in (
+        "output throughput (tok/s)",
+        "TTFT (ms)",
+        "share of requests (%)",
+        "seconds since launch",
+        "test_slo_curve (concurrency 32)",
+        "16.8 s",
+        "measured (failed)",
+    ):
+        assert label in page
+
+
+def test_html_cdf_falls_back_to_percentiles_and_skips_failed_runs() -> None:
+    tests = sample.tests()
+    tests[2].loads = [sample.load(8, 900.0, records=False), sample.load(16, 50.0, failed=4)]
+    page = html.render(json_report.build_report(tests, None))
+    assert "1 load runs with failed requests are not plotted." in page
+    assert "No server identity recorded." in page and "no startup phases recorded" in page
+
+
+def _write(tmp_path: Path, name: str, tput: float, gpu: str = "H100") -> Path:
+    tests = sample.tests()
+    tests[2].loads = [sample.load(8, tput)]
+    path = tmp_path / name
+    json_report.write_json(json_report.build_report(tests, sample.identity(gpu_model=gpu)), path)
+    return path
+
+
+def test_compare_cli_ok_regression_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old, same, slow = (
+        _write(tmp_path, "old.json", 900.0),
+        _write(tmp_path, "same.json", 905.0),
+        _write(tmp_path, "slow.json", 700.0),
+    )
+    assert dispatch(["compare", str(old), str(same), "--max-regression", "output_throughput:5%"]) == 0
+    out = capsys.readouterr().out
+    assert "fingerprint matches" in out and "0 regression(s) in 7 comparisons" in out
+    assert dispatch(["compare", str(old), str(slow), "--max-regression", "output_throughput:5%"]) == 1
+    out = capsys.readouterr().out
+    assert "tests/test_gate.py::test_throughput" in out
+    assert re.search(r"output_throughput +900\.0 -> 700\.0 \(-22\.2%\) +>= 855\.0 REGRESSED", out), out
+    assert dispatch(["compare", str(old), str(tmp_path / "nope.json")]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"error: NEW.json='{tmp_path / 'nope.json'}': file not found. Fix:"
+    )
+    assert dispatch(["compare", str(old), str(same), "--max-regression", "lots"]) == 2
+    assert "error: --max-regression='lots': cannot read 'lots'" in capsys.readouterr().err
+
+
+def test_compare_cli_fingerprint_warns_or_fails_strict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, other = _write(tmp_path, "old.json", 900.0), _write(tmp_path, "a100.json", 900.0, gpu="A100")
+    assert dispatch(["compare", str(old), str(other)]) == 0
+    assert (
+        "fingerprint DIFFERS (warning):\n  - gpu_model: 'H100' (baseline) != 'A100' (this run)"
+        in capsys.readouterr().out
+    )
+    assert dispatch(["compare", str(old), str(other), "--strict"]) == 1
+
+
+def test_cdf_points_are_percent_ranks_and_long_runs_are_thinned() -> None:
+    points = html.cdf_points([3.0, 1.0, 2.0])
+    assert [x for x, _ in points] == [1.0, 2.0, 3.0]
+    assert [y for _, y in points] == pytest.approx([100 / 3, 200 / 3, 100.0])
+    thinned = html.cdf_points([float(v) for v in range(10_000)])
+    assert len(thinned) == 400
+    assert thinned[0] == (0.0, 0.01) and thinned[-1] == (9999.0, 100.0)
+    assert [x for x, _ in thinned] == sorted(x for x, _ in thinned)

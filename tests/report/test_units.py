@@ -1,0 +1,298 @@
+"""Unit tests: records, fingerprints, regression arithmetic, limits parsing."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+import sample
+
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.gates.base import Check
+from pytest_sglang.report import baseline, fingerprint, identity, records
+
+
+def _report(
+    nodeid: str,
+    when: str,
+    props: list[tuple[str, object]],
+    *,
+    failed: bool = False,
+    skipped: bool = False,
+    worker: str | None = None,
+) -> SimpleNamespace:
+    node = SimpleNamespace(gateway=SimpleNamespace(id=worker)) if worker else None
+    return SimpleNamespace(
+        nodeid=nodeid,
+        when=when,
+        user_properties=props,
+        duration=0.5,
+        failed=failed,
+        skipped=skipped,
+        passed=not failed and not skipped,
+        node=node,
+        longreprtext="AssertionError: sglang capacity gate failed: x\n  more",
+        longrepr=None,
+    )
+
+
+def test_collector_merges_phases_without_duplicates_and_keeps_worker() -> None:
+    props = sample.props([sample.throughput_outcome(900.0, 500.0)], [sample.load(8, 900.0)])
+    collector = records.RecordCollector()
+    collector.add_report(_report("t.py::a", "setup", props[:1], worker="gw1"))
+    collector.add_report(_report("t.py::a", "call", props, worker="gw1"))  # call repeats setup's properties
+    collector.add_report(_report("t.py::a", "teardown", props, worker="gw1"))
+    rec = collector.tests["t.py::a"]
+    assert (len(rec.gates), len(rec.loads), rec.worker, rec.outcome) == (1, 1, "gw1", "passed")
+    assert rec.properties == {"sglang.throughput.output_throughput": 900.0}
+    assert rec.duration_s == pytest.approx(1.5)
+    row = rec.rows()[0]
+    assert (row.check.metric, row.check.measured, row.load_shape) == (
+        "output_throughput",
+        900.0,
+        "concurrency=8 requests=32",
+    )
+
+
+@pytest.mark.parametrize(
+    ("when", "failed", "skipped", "expected"),
+    [
+        ("call", True, False, "failed"),
+        ("setup", True, False, "error"),
+        ("teardown", True, False, "error"),
+        ("setup", False, True, "skipped"),
+        ("call", False, False, "passed"),
+    ],
+)
+def test_outcome_of_a_test(when: str, failed: bool, skipped: bool, expected: str) -> None:
+    collector = records.RecordCollector()
+    rec = collector.add_report(_report("t.py::a", when, [], failed=failed, skipped=skipped))
+    assert rec.outcome == expected
+    assert rec.message == ("AssertionError: sglang capacity gate failed: x" if failed else "")
+
+
+def test_bad_property_json_names_the_property() -> None:
+    with pytest.raises(ValueError, match=r"user property 'sglang_load' is not JSON .*: '\{nope'"):
+        records.parse_properties([("sglang_load", "{nope")])
+
+
+def test_load_shape_from_spec_and_from_bench_serving_names() -> None:
+    assert records.load_shape(sample.load(4, 1.0)) == (
+        "api=native concurrency=4 requests=32 input_len=64 output_len=16 dataset=random-ids"
+    )
+    bench = {"backend": "sglang", "max_concurrency": 16, "request_rate": None, "concurrency": 15.2}
+    assert (
+        records.load_shape(bench) == "backend=sglang max_concurrency=16"
+    )  # measured concurrency is not shape
+
+
+def test_record_round_trip() -> None:
+    rec = sample.tests()[3]
+    again = records.TestRecord.from_dict(json.loads(json.dumps(rec.to_dict(requests=True))))
+    assert again.to_dict(requests=True) == rec.to_dict(requests=True)
+    assert "records" not in rec.to_dict()["loads"][0]
+
+
+def test_normalise_args_sorts_and_drops_volatile_flags() -> None:
+    argv = [
+        "--model-path",
+        "m",
+        "--tp",
+        "2",
+        "--port=30000",
+        "--host",
+        "0.0.0.0",
+        "--api-key",
+        "k",
+        "--enable-hierarchical-cache",
+        "--page-size=64",
+    ]
+    assert fingerprint.normalise_args(argv) == ["--enable-hierarchical-cache", "--page-size 64", "--tp 2"]
+    assert fingerprint.normalise_args(["--page-size", "64", "--tp", "2"]) == fingerprint.normalise_args(
+        ["--tp", "2", "--page-size", "64", "--port", "1"]
+    )
+
+
+def test_fingerprint_and_differences_name_what_differs() -> None:
+    old = fingerprint.fingerprint(sample.identity())
+    assert old == {
+        "sglang_version": "0.5.23",
+        "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "runner": "simulator",
+        "gpu_model": "H100 80GB (simulated)",
+        "gpu_count": 2,
+        "launch_args": ["--tp 2"],
+    }
+    new = fingerprint.fingerprint(
+        sample.identity(gpu_model="A100", gpu_count=4, launch_args=["--tp", "4", "--enable-metrics"])
+    )
+    assert fingerprint.differences(old, new) == [
+        "gpu_model: 'H100 80GB (simulated)' (baseline) != 'A100' (this run)",
+        "gpu_count: 2 (baseline) != 4 (this run)",
+        "launch_args: only in the baseline: --tp 2",
+        "launch_args: only in this run: --enable-metrics, --tp 4",
+    ]
+    assert fingerprint.differences(old, old) == []
+
+
+def test_identity_from_a_handle_scrubs_and_reads_server_reported_startup() -> None:
+    info = {
+        "version": "0.5.23",
+        "model_path": "m",
+        "tp_size": 2,
+        "dp_size": 1,
+        "device": "cuda",
+        "api_key": "sk-abcdef",
+        "launch_command": "--model-path m --tp 2 --api-key sk-abcdef",
+        "startup_time": {
+            "load_weight": 4.0,
+            "kv_cache_allocation": 1.0,
+            "cuda_graph": {"prefill": 2.0, "decode": 3.0},
+            "tokenizer_e2e": 12.0,
+        },
+    }
+    server = SimpleNamespace(info=lambda: info, mode="attach", config=None, startup=None, url="http://h:1")
+    ident = identity.identify(server)
+    assert ident.launch_args == ["--model-path", "m", "--tp", "2", "--api-key", "***"]
+    assert (ident.runner, ident.gpu_count, ident.host) == ("attach", 2, {})
+    assert [(p.name, p.start_s, p.end_s) for p in ident.phases] == [
+        ("load_weight", 0.0, 4.0),
+        ("kv_cache_allocation", 4.0, 5.0),
+        ("cuda_graph.prefill", 5.0, 7.0),
+        ("cuda_graph.decode", 7.0, 10.0),
+        ("other (tokenizer_e2e)", 10.0, 12.0),
+    ]
+    assert ident.ready_s == 12.0
+
+
+def test_identity_never_raises_when_info_fails() -> None:
+    def boom() -> dict[str, object]:
+        raise RuntimeError("down")
+
+    ident = identity.identify(SimpleNamespace(info=boom, mode="process", config=None, startup=None, url=None))
+    assert (ident.sglang_version, ident.runner, ident.phases) == (None, "process", [])
+
+
+@pytest.mark.parametrize(
+    ("metric", "old", "new", "pct"),
+    [
+        ("output_throughput", 1000.0, 900.0, 10.0),  # 10% less throughput = 10% worse
+        ("output_throughput", 1000.0, 1100.0, -10.0),  # faster = negative regression
+        ("p99_ttft_ms", 100.0, 125.0, 25.0),  # latency up = worse
+        ("p99_ttft_ms", 100.0, 80.0, -20.0),
+    ],
+)
+def test_regression_pct(metric: str, old: float, new: float, pct: float) -> None:
+    assert baseline.regression_pct(metric, old, new) == pytest.approx(pct)
+
+
+def test_bound_is_the_worst_allowed_value() -> None:
+    assert baseline.bound("output_throughput", 1000.0, 5.0) == pytest.approx(950.0)
+    assert baseline.bound("p99_ttft_ms", 200.0, 10.0) == pytest.approx(220.0)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("5%", {m: 5.0 for m in baseline.DEFAULT_METRICS}),
+        ("output_throughput:5%,p99_ttft_ms:10%", {"output_throughput": 5.0, "p99_ttft_ms": 10.0}),
+        ("output_throughput: 2.5 %", {"output_throughput": 2.5}),
+        (
+            "p99_ttft_ms:20%,3%",
+            {"p99_ttft_ms": 20.0, **{m: 3.0 for m in baseline.DEFAULT_METRICS if m != "p99_ttft_ms"}},
+        ),
+    ],
+)
+def test_parse_limits(text: str, expected: dict[str, float]) -> None:
+    assert dict(baseline.parse_limits(text).per_metric) == expected
+
+
+def test_parse_limits_error_names_option_value_and_fix() -> None:
+    with pytest.raises(ConfigError) as err:
+        baseline.parse_limits("output_throughput=5")
+    assert str(err.value) == (
+        "--sglang-max-regression='output_throughput=5': cannot read 'output_throughput=5'. Fix: write a "
+        "percentage like 5% or metric:percent pairs like output_throughput:5%,p99_ttft_ms:10%"
+    )
+
+
+def test_compare_loads_fails_a_slower_run_with_both_values_and_the_limit() -> None:
+    limits = baseline.parse_limits("output_throughput:5%,p99_ttft_ms:10%")
+    outcome = baseline.compare_loads("t::a", [sample.load(8, 1000.0)], [sample.load(8, 940.0)], limits)
+    assert outcome is not None and not outcome.passed
+    failed = outcome.failed[0]
+    assert (failed.metric, failed.measured, failed.op, failed.required) == (
+        "output_throughput",
+        940.0,
+        ">=",
+        950.0,
+    )
+    message = outcome.message()
+    assert message.startswith(
+        "sglang baseline gate failed: output_throughput 940.0 tok/s (required >= 950.0)"
+    )
+    assert "baseline 1,000.0, this run 940.0 (-6.0%), allowed regression 5%" in message
+    assert [c.passed for c in outcome.checks] == [False, True]  # p99 TTFT unchanged
+
+
+def test_compare_loads_repeats_use_the_median_and_skip_failed_runs() -> None:
+    limits = baseline.parse_limits("output_throughput:5%")
+    old = [sample.load(8, v) for v in (1000.0, 1010.0, 400.0)]  # one noisy repeat
+    assert baseline.compare_loads("t", old, [sample.load(8, 990.0)], limits).passed  # type: ignore[union-attr]
+    failed_run = baseline.compare_loads("t", old, [sample.load(8, 10.0, failed=3)], limits)
+    assert failed_run is not None and failed_run.checks == []
+    assert failed_run.notes == [
+        "load api=native concurrency=8 requests=32 input_len=64 output_len=16 "
+        "dataset=random-ids: not compared, requests failed in one of the runs"
+    ]
+
+
+def test_compare_loads_matches_by_shape_only() -> None:
+    limits = baseline.parse_limits("5%")
+    assert baseline.compare_loads("t", [sample.load(4, 1000.0)], [sample.load(8, 10.0)], limits) is None
+
+
+def test_strict_fingerprint_outcome_fails_with_what_differs() -> None:
+    ctx = baseline.BaselineContext(
+        "base.json",
+        {"tests": [], "fingerprint": fingerprint.fingerprint(sample.identity())},
+        baseline.parse_limits(None),
+        strict=True,
+    )
+    outcome = ctx.fingerprint_outcome("t", fingerprint.fingerprint(sample.identity(sglang_version="0.5.24")))
+    assert outcome is not None
+    assert outcome.message().splitlines()[0] == (
+        "sglang baseline gate failed: fingerprint differs (required == equal)"
+    )
+    assert "sglang_version: '0.5.23' (baseline) != '0.5.24' (this run)" in outcome.message()
+    assert "Fix: compare on the same setup, refresh the baseline base.json" in outcome.message()
+
+
+def test_load_report_errors(tmp_path: object) -> None:
+    from pathlib import Path
+
+    bad = Path(str(tmp_path)) / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(ConfigError, match=r"not a pytest-sglang report .*Fix: point it to a JSON report"):
+        baseline.load_report(bad)
+
+
+def test_check_describe_of_a_baseline_row() -> None:
+    check = Check("baseline", "p99_ttft_ms", 120.0, 110.0, "<=", unit="ms", passed=False)
+    assert check.describe() == "p99_ttft_ms: measured 120.0 ms, required <= 110.0 ms: FAILED"
+
+
+def test_local_gpu_model_from_nvidia_smi(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathlib import Path
+
+    fake = Path(str(tmp_path)) / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho 'NVIDIA H100 80GB HBM3'\necho 'NVIDIA H100 80GB HBM3'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake.parent))
+    server = SimpleNamespace(info=lambda: {"tp_size": 2, "device": "cuda"}, mode="process",
+                             config=None, startup=None, url=None)
+    ident = identity.identify(server)
+    assert (ident.gpu_model, ident.gpu_count) == ("NVIDIA H100 80GB HBM3", 2)
+    monkeypatch.setenv("PATH", str(Path(str(tmp_path)) / "empty"))
+    assert identity.local_gpu_model() is None

@@ -1,0 +1,119 @@
+"""The reports through the real plugin, with the simulator launched as a subprocess.
+
+Each inner run launches a tiny simulator (about 1 s at --sim-time-scale 0.05) and runs a
+capacity test and a 16-request throughput test. The slow variant raises the simulated decode
+step 10x, which cuts output throughput by well over half even when a loaded machine slows the
+fast run: far beyond the 20% limit, so the baseline test cannot flake.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_sglang.report.json_report import validation_errors
+
+SIM = "--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.05"
+FAST, SLOW = (
+    f"--sglang-launch={SIM} --sim-decode-step-ms 100",
+    f"--sglang-launch={SIM} --sim-decode-step-ms 1000",
+)
+
+
+def _run(p: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return p.runpytest_subprocess("-p", "no:cacheprovider", "--sglang-simulate", *args, timeout=180)
+
+
+def test_summary_json_and_html_from_a_simulator_run(real: pytest.Pytester, tmp_path: Path) -> None:
+    report_path, html_path = tmp_path / "r.json", tmp_path / "r.html"
+    result = _run(real, FAST, f"--sglang-report={report_path}", f"--sglang-html={html_path}")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*= sglang gates =*",
+            "server   SGLang 0.5.23 | simulator | sim/tiny-llama (tp=1,dp=1)",
+            "hardware *",
+            "url      http://127.0.0.1:*",
+            "launch   --model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.05",
+            "         --sim-decode-step-ms 100",
+            "startup  ready in *",
+        ],
+        consecutive=True,
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "sglang server start * PASSED",
+            "  startup ready_s * s * <= 1,800.0 s ok",
+            "test_real_gates.py::test_capacity * PASSED",
+            "  capacity max_total_num_tokens * >= 1 tokens ok",
+            "test_real_gates.py::test_throughput * PASSED",
+            "  throughput output_throughput * tok/s * >= 1 tok/s ok",
+            "PASSED: * checks ok in 3 tests (3 passed, 0 failed, 0 errors, 0 skipped)",
+        ]
+    )
+    report = json.loads(report_path.read_text())
+    assert validation_errors(report) == []
+    assert report["fingerprint"]["runner"] == "simulator"
+    assert report["server"]["phases"], "the launch's startup phases are in the report"
+    load = report["tests"][2]["loads"][0]
+    assert load["completed"] == 16 and load["failed"] == 0 and load["output_throughput"] > 0
+    assert 'data-chart="startup"' in html_path.read_text()
+
+
+def test_summary_under_xdist_has_the_workers_records(real: pytest.Pytester) -> None:
+    result = _run(real, FAST, "-n", "2")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "server   SGLang 0.5.23 | simulator | sim/tiny-llama (tp=1,dp=1)",
+            "test_real_gates.py::test_capacity * PASSED",
+            "  capacity max_total_num_tokens * >= 1 tokens ok",
+            "test_real_gates.py::test_throughput * PASSED",
+            "  throughput output_throughput * tok/s * >= 1 tok/s ok",
+        ]
+    )
+
+
+def test_slower_simulator_fails_exactly_the_throughput_test(real: pytest.Pytester, tmp_path: Path) -> None:
+    base = tmp_path / "fast.json"
+    _run(real, FAST, f"--sglang-report={base}").assert_outcomes(passed=2)
+    result = _run(real, SLOW, f"--sglang-baseline={base}", "--sglang-max-regression=output_throughput:20%")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_real_gates.py::test_throughput - *"])
+    result.stdout.fnmatch_lines(
+        [
+            "sglang baseline gate failed: output_throughput * tok/s (required >= *)",
+            "  output_throughput: baseline *, this run * (-*%), allowed regression 20%; load *concurrency=4*",
+        ]
+    )
+    # Different --sim-* flags are a different setup: the comparison says so (warning by default).
+    result.stdout.fnmatch_lines(
+        [
+            "baseline fingerprint DIFFERS (warning)",
+            "  - launch_args: only in the baseline: --sim-decode-step-ms 100",
+            "  - launch_args: only in this run: --sim-decode-step-ms 1000",
+        ]
+    )
+
+
+def test_different_fingerprint_fails_the_comparing_test_with_strict(
+    real: pytest.Pytester, tmp_path: Path
+) -> None:
+    base = tmp_path / "fast.json"
+    _run(real, FAST, f"--sglang-report={base}").assert_outcomes(passed=2)
+    result = _run(
+        real,
+        SLOW,
+        f"--sglang-baseline={base}",
+        "--sglang-max-regression=output_throughput:99%",
+        "--sglang-baseline-strict",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "sglang baseline gate failed: fingerprint differs (required == equal)",
+            "  launch_args: only in the baseline: --sim-decode-step-ms 100",
+        ]
+    )
