@@ -161,6 +161,8 @@ class Errors:
     chunk: list[float] = field(default_factory=list)  # |receive - send| per chunk after the first
     gap: list[float] = field(default_factory=list)  # |measured gap - sent gap|
     lag: list[float] = field(default_factory=list)  # signed receive - send, every chunk
+    #: client send -> server arrival: connection set-up, writing, the server's accept queue
+    arrive: list[float] = field(default_factory=list)
 
 
 def errors_vs_truth(measured: list[Measured], truth: dict[str, dict[str, Any]]) -> Errors:
@@ -177,6 +179,7 @@ def errors_vs_truth(measured: list[Measured], truth: dict[str, dict[str, Any]]) 
         err.chunk += [abs(x) for x in lags[1:]]
         err.gap += [abs(b - a) for a, b in zip(lags, lags[1:], strict=False)]
         err.lag += lags
+        err.arrive.append(t["arrival_time"] - m.start_time)
     return err
 
 
@@ -237,7 +240,7 @@ def main() -> int:
     )
     print(
         f"{'client':<14} {'events/CPU-s':>13} {'wall s':>7} {'TTFT med|err|':>14} {'TTFT p99|err|':>14} "
-        f"{'ITL med|err|':>13} {'ITL p99|err|':>13} {'gap med|err|':>13} {'min lag':>8}  (ms)"
+        f"{'ITL med|err|':>13} {'ITL p99|err|':>13} {'gap med|err|':>13} {'min lag':>8} {'send->arr':>9}  (ms)"
     )
     best: dict[str, float] = {}
     errs: dict[str, Errors] = {}
@@ -248,7 +251,8 @@ def main() -> int:
         e = errs[name] = errors_vs_truth([m for _, _, ms in rows for m in ms], truth)
         print(
             f"{name:<14} {rate:>13,.0f} {wall:>7.2f} {_ms(e.ttft, 50):>14} {_ms(e.ttft, 99):>14} "
-            f"{_ms(e.chunk, 50):>13} {_ms(e.chunk, 99):>13} {_ms(e.gap, 50):>13} {min(e.lag) * 1e3:>8.3f}"
+            f"{_ms(e.chunk, 50):>13} {_ms(e.chunk, 99):>13} {_ms(e.gap, 50):>13} "
+            f"{min(e.lag) * 1e3:>8.3f} {_ms(e.arrive, 50):>9}"
         )
     ratio = best["loadgen"] / best["bare aiohttp"]
     print(

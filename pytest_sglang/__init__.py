@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "assert_throughput": "pytest_sglang.gates.throughput",
     "Check": "pytest_sglang.gates.base",
     "GateOutcome": "pytest_sglang.gates.base",
+    "compare": "pytest_sglang.gates.base",
     # planning
     "plan_hicache": "pytest_sglang.hostmem",
     # simulator
@@ -74,6 +75,7 @@ __all__ = [
     "assert_capacity",
     "assert_hicache",
     "assert_throughput",
+    "compare",
     "load_schema",
     "plan_hicache",
     "run_load",
@@ -108,7 +110,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ServerUnavailable,
         SGLangError,
     )
-    from .gates.base import Check, GateOutcome
+    from .gates.base import Check, GateOutcome, compare
     from .gates.capacity import assert_capacity
     from .gates.hicache import assert_hicache
     from .gates.throughput import assert_throughput

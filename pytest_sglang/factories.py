@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import redaction
-from .markers import GateResults, LoadRunner, results_of
+from .markers import GateResults, LoadRunner, load_runner, results_of
 from .server_pool import POOL_KEY, ServerPool
 from .settings import Settings
 
@@ -78,7 +78,11 @@ def client_fixture(server_fixture_name: str = "sglang_server") -> Callable[..., 
 
 def factory_fixture() -> Callable[..., Callable[..., SGLangServer]]:
     def sglang_server_factory(request: pytest.FixtureRequest) -> Callable[..., SGLangServer]:
-        """``factory(launch_args, **LaunchConfig overrides) -> SGLangServer``; stopped at session end."""
+        """``factory(launch_args, **LaunchConfig overrides) -> SGLangServer``; stopped at session end.
+
+        A launch that fails raises the engine's own error (``PreflightError``, ``ServerExited``, ...)
+        into the calling test, so ``pytest.raises(PreflightError)`` works; it is not retried.
+        """
         pool = _pool(request)
 
         def factory(launch_args: Any, **overrides: Any) -> SGLangServer:
@@ -108,10 +112,15 @@ def sglang_server_info(sglang_server: SGLangServer) -> dict[str, Any]:
 @pytest.fixture
 def sglang_load(request: pytest.FixtureRequest, sglang_server: SGLangServer) -> LoadRunner:
     """``sglang_load(concurrency=..., input_len=..., output_len=..., requests=...) -> LoadResult``."""
-    return LoadRunner(sglang_server, _pool(request).lock_path, request.node)
+    _pool(request)  # a clear failure when the plugin is inactive
+    return load_runner(request, sglang_server)
 
 
 @pytest.fixture
 def sglang_gate(request: pytest.FixtureRequest) -> GateResults:
-    """The outcomes and load results the markers of this test measured (in its setup)."""
+    """The outcomes and load results the markers of this test measured (in its setup).
+
+    ``sglang_gate.record(outcome)`` adds a gate outcome built in the test body: it is reported
+    like a marker's outcome and an unmet check fails the test after the body.
+    """
     return results_of(request.node)

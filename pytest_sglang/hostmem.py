@@ -169,18 +169,24 @@ class HicachePlan:
 
     def explain(self) -> str:
         """One sentence with the arithmetic, e.g. the seed's refused launch."""
-        avail = f"{self.budget_bytes / GB:.0f} GB are available (reserve {self.reserve_bytes / GB:.0f} GB)"
+        if self.budget_bytes < 0:
+            avail = (f"the reserve ({self.reserve_bytes / GB:.0f} GB) exceeds the {self.available_bytes / GB:.0f} GB "
+                     "available, so nothing is left for host pools")
+        else:
+            avail = f"{self.budget_bytes / GB:.0f} GB are available (reserve {self.reserve_bytes / GB:.0f} GB)"
         if not self.enabled:
             return "hierarchical cache disabled: no host pools"
         if self.per_rank_bytes is None:
             return f"host pool size depends on the device pool (--hicache-ratio); {avail}"
         per = self.per_rank_bytes / GB
-        what = (f"--hicache-size {per:g} is GB per TP rank" if self.sizing == "size"
-                else f"the ratio-sized host pool is {per:.1f} GB per rank")
+        total = (self.total_bytes or 0) / GB
+        if self.sizing == "size":
+            what, per_s, total_s = f"--hicache-size {per:g} is GB per TP rank", f"{per:g}", f"{total:g}"
+        else:
+            what, per_s, total_s = f"the ratio-sized host pool is {per:.1f} GB per rank", f"{per:.1f}", f"{total:.1f}"
         rank_word = "rank" if self.ranks == 1 else "ranks"
-        verdict = "but only" if not self.fits else "and"
-        return (f"{what}: {per:g} GB x {self.ranks} {rank_word} = {(self.total_bytes or 0) / GB:g} GB, "
-                f"{verdict} {avail}")
+        verdict = "and" if self.fits else ("but" if self.budget_bytes < 0 else "but only")
+        return f"{what}: {per_s} GB x {self.ranks} {rank_word} = {total_s} GB, {verdict} {avail}"
 
 
 def plan_hicache(

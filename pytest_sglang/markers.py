@@ -48,6 +48,21 @@ class GateResults:
 
     outcomes: list[GateOutcome] = field(default_factory=list)
     loads: list[Any] = field(default_factory=list)  # pytest_sglang.loadgen.LoadResult
+    item: pytest.Item | None = field(default=None, repr=False, compare=False)
+
+    def record(self, outcome: GateOutcome) -> GateOutcome:
+        """Record a gate outcome built in the test body (e.g. an A/B comparison).
+
+        It is stored like a marker's outcome (gate summary table, JSON/JUnit reports) and judged
+        the same way: an unmet check fails the test after its body. Returns ``outcome``.
+        """
+        if not isinstance(outcome, GateOutcome):
+            raise TypeError(f"sglang_gate.record(outcome) takes a pytest_sglang.GateOutcome, got "
+                            f"{type(outcome).__name__}; build one with GateOutcome(gate, [compare(...)])")
+        if self.item is None:
+            raise RuntimeError("sglang_gate.record() needs the sglang_gate fixture of a running test")
+        record(self.item, outcome)
+        return outcome
 
     def __getitem__(self, gate: str) -> GateOutcome:
         """The outcome of ``gate`` ("throughput" or "sglang_throughput")."""
@@ -66,7 +81,7 @@ class GateResults:
 def results_of(item: pytest.Item) -> GateResults:
     results = item.stash.get(_RESULTS_KEY, None)
     if results is None:
-        results = item.stash[_RESULTS_KEY] = GateResults()
+        results = item.stash[_RESULTS_KEY] = GateResults(item=item)
     return results
 
 
@@ -82,12 +97,22 @@ def run_lock(path: str) -> Iterator[None]:
 
 
 class LoadRunner:
-    """``runner(spec=None, *, server=None, **LoadSpec fields) -> LoadResult``, locked and recorded."""
+    """``runner(spec=None, *, server=None, **LoadSpec fields) -> LoadResult``, locked and recorded.
 
-    def __init__(self, server: Any, lock_path: str, item: pytest.Item) -> None:
+    ``records``: keep the per-request records in the stored result (``--sglang-report-requests``
+    and ``--sglang-html`` need them; they are large, so only then). ``lock()`` is the run-wide load
+    lock, public for gates and tests that drive their own traffic (e.g. the hicache workload).
+    """
+
+    def __init__(self, server: Any, lock_path: str, item: pytest.Item, *, records: bool = False) -> None:
         self.server = server
         self.lock_path = lock_path
         self.item = item
+        self.records = records
+
+    def lock(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the run-wide load lock (no other load of this run, on any xdist worker, overlaps)."""
+        return run_lock(self.lock_path)
 
     def __call__(self, spec: Any = None, *, server: Any = None, **fields: Any) -> Any:
         from .loadgen import LoadSpec, run_load
@@ -97,12 +122,21 @@ class LoadRunner:
         elif fields:
             raise TypeError("give either a LoadSpec or LoadSpec fields, not both")
         target = server if server is not None else self.server
-        with run_lock(self.lock_path):
+        with self.lock():
             result = run_load(target.url, spec, api_key=target.api_key)
         results_of(self.item).loads.append(result)
-        payload = redaction.scrub_payload(result.to_dict())
+        payload = redaction.scrub_payload(result.to_dict(records=self.records))
         self.item.user_properties.append(("sglang_load", json.dumps(payload)))
         return result
+
+
+def load_runner(request: pytest.FixtureRequest, server: Any) -> LoadRunner:
+    """The test's :class:`LoadRunner` (marker gates and the ``sglang_load`` fixture record alike)."""
+    from .report.session import wants_requests
+    from .server_pool import POOL_KEY
+
+    pool = request.config.stash[POOL_KEY]
+    return LoadRunner(server, pool.lock_path, request.node, records=wants_requests(pool.settings))
 
 
 # ---- registration and validation -----------------------------------------------------------------
@@ -176,10 +210,8 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
     problem = request.node.stash.get(_PROBLEM_KEY, None)
     if problem is not None:
         pytest.fail(problem, pytrace=False)
-    from .server_pool import POOL_KEY
-
     server = request.getfixturevalue("sglang_server")
-    runner = LoadRunner(server, request.config.stash[POOL_KEY].lock_path, request.node)
+    runner = load_runner(request, server)
     ctx = GateContext(server=server, load=runner, factory=request.getfixturevalue("sglang_server_factory"),
                       nodeid=request.node.nodeid)
     for mark in marks:

@@ -100,6 +100,7 @@ class ServerPool:
         self.report_session: Any = None
         self._servers: dict[LaunchConfig, SGLangServer] = {}
         self._failures: dict[object, StartFailure] = {}
+        self._factory_errors: dict[LaunchConfig, SGLangError] = {}
         self._primary: SGLangServer | None = None
         self._tmp_factory: pytest.TempPathFactory | None = None
         self._lock_path: str | None = None
@@ -193,8 +194,6 @@ class ServerPool:
         """Launch ``config`` (or reuse the running server with the identical config)."""
         if config in self._servers:
             return self._servers[config]
-        if config in self._failures:
-            self._failures[config].fail()
         from .server import launch
 
         redaction.register(config.api_key)
@@ -221,12 +220,21 @@ class ServerPool:
             pytest.fail(f"sglang_server_factory: {exc}; valid overrides: {fields}", pytrace=False)
         except SGLangError as exc:  # e.g. ConfigError for runner="k8s"
             pytest.fail(f"sglang_server_factory: {_describe(exc)}", pytrace=False)
+        if config in self._factory_errors:
+            raise self._factory_errors[config].with_traceback(None)  # the same failure: not retried
         try:
             return self.launch(config)
-        except (SGLangError, OSError) as exc:
-            error = _command_error(exc) if isinstance(exc, OSError) else exc
-            self._failures[config] = StartFailure(_describe(error))
-            self._failures[config].fail()
+        except OSError as exc:
+            error: SGLangError = _command_error(exc)
+            error.__cause__ = exc
+        except SGLangError as exc:
+            error = exc
+        # The engine's own error reaches the test body (pytest.raises(PreflightError) works);
+        # scrubbed in place because pytest prints it with the traceback.
+        error.args = tuple(redaction.scrub(a) if isinstance(a, str) else a for a in error.args)
+        self._factory_errors[config] = error
+        # Drop the engine's frames: the message is the diagnosis, the test's own line is the context.
+        raise error.with_traceback(None)
 
     # ---- hooks -------------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
@@ -262,7 +270,7 @@ class ServerPool:
         """Stop servers left behind by earlier pytest runs that died (e.g. SIGKILLed)."""
         from .server.cleanup import reap_leftovers_once
 
-        for line in reap_leftovers_once():
+        for line in reap_leftovers_once(docker=self.settings.runner == "docker"):
             self.config.get_terminal_writer().line(f"sglang: earlier run left a server behind: {line}")
 
 

@@ -14,7 +14,7 @@ EXPECTED_PUBLIC = {
     "Check", "ConfigError", "DockerError", "GateOutcome", "LaunchConfig", "LoadGenError", "LoadResult",
     "LoadSpec", "PreflightError", "RequestRecord", "SGLANG_VERSION", "SGLangError", "SGLangServer", "SchemaMismatch",
     "ServerExited", "ServerNotReady", "ServerStartError", "ServerUnavailable", "Simulator", "__version__",
-    "assert_capacity", "assert_hicache", "assert_throughput", "load_schema", "plan_hicache", "run_load",
+    "assert_capacity", "assert_hicache", "assert_throughput", "compare", "load_schema", "plan_hicache", "run_load",
     "start_server", "validate_payload",
 }
 

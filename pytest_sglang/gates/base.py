@@ -56,7 +56,8 @@ class Check:
         unit = f" {self.unit}" if self.unit else ""
         verdict = "ok" if self.passed else "FAILED"
         src = f" [{self.source}]" if self.source else ""
-        return f"{self.metric}: measured {fmt(self.measured)}{unit}, required {self.op} {fmt(self.required)}{unit}{src}: {verdict}"
+        required = f"{self.op} {fmt(self.required)}{unit}"
+        return f"{self.metric}: measured {fmt(self.measured)}{unit}, required {required}{src}: {verdict}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -10,7 +10,7 @@ server; each check names its source, and when neither exists the message says wh
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,17 +218,14 @@ def _host_tokens_for_workload(server: Any, info: Mapping[str, Any]) -> int | Non
     return int(device * ratio) if isinstance(ratio, (int, float)) and device else None
 
 
-@contextlib.contextmanager
-def _load_lock(ctx: GateContext) -> Iterator[None]:
-    """The plugin's run-wide load lock, so that no other load overlaps this workload."""
-    lock_path = getattr(ctx.load, "lock_path", None)
-    if lock_path is None:
-        yield
-        return
-    from ..markers import run_lock
-
-    with run_lock(lock_path):
-        yield
+def _load_lock(ctx: GateContext) -> contextlib.AbstractContextManager[None]:
+    """The plugin's run-wide load lock (``ctx.load.lock()``), so that no other load overlaps this
+    workload; none when ``ctx.load`` is a plain callable (the gate used without the plugin)."""
+    lock = getattr(ctx.load, "lock", None)
+    if not callable(lock):
+        return contextlib.nullcontext()
+    held: contextlib.AbstractContextManager[None] = lock()
+    return held
 
 
 def _unmeasured(reason: str, remedy: str) -> Check:

@@ -11,7 +11,15 @@ sockets). A stream that had to wait for data resumes one loop iteration after th
 read callback delivered it (aiohttp's ``StreamReader`` wakes the waiting task with
 ``Future.set_result``, which schedules it for the next iteration), so the data's arrival is the
 wake time of the *previous* iteration. A stream that did not suspend since its last chunk is
-reading bytes of that same network read. :func:`run` runs a coroutine on such a loop; elsewhere
+reading bytes of that same network read.
+
+The stamp is the moment the loop saw the socket ready; the socket is read later in that same
+iteration, and bytes that arrived in between are read too, so a stamp can be early by at most the
+length of that iteration (~0.1-2 ms at 64 streams). When that iteration ran longer than
+:data:`LONG_ITERATION_S` (the process was descheduled, or a huge burst), its end is used instead: the
+bytes were read by then, so the stamp is never early by more than that, only late.
+``benchmarks/bench_loadgen.py`` measures the error against the server's send times.
+:func:`run` runs a coroutine on such a loop; elsewhere
 (another loop, e.g. an async test's) :func:`stream_clock` falls back to ``perf_counter()``.
 """
 
@@ -26,8 +34,9 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 _perf = time.perf_counter
-import os
-_MODE = os.environ.get("LG_MODE", "prev")
+#: A delivering iteration longer than this (a stall, or a burst far above 64 streams) makes its
+#: wake time too early a bound: its end is used instead (measured best in bench_loadgen.py).
+LONG_ITERATION_S = 0.003
 
 
 class WakeSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
@@ -52,7 +61,8 @@ class WakeSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
         """Arrival time of data read now; ``mark`` is :attr:`count` after the previous read."""
         if self.count == mark:
             return last
-        return self.entered if _MODE == "entered" else self.prev
+        # ``entered``: when the delivering iteration ended (this iteration's select began).
+        return self.entered if self.entered - self.prev > LONG_ITERATION_S else self.prev
 
 
 class PerfClock:

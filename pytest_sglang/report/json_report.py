@@ -16,7 +16,7 @@ from typing import Any
 from ..redaction import scrub, scrub_payload
 from .fingerprint import fingerprint
 from .identity import ServerIdentity
-from .records import TestRecord, strip_requests
+from .records import START_NODEID, TestRecord, strip_requests
 
 SCHEMA_VERSION = 1
 SCHEMA_ID = "https://github.com/pytest-sglang/pytest-sglang/schemas/report-v1.schema.json"
@@ -29,7 +29,10 @@ def build_report(tests: Sequence[TestRecord], identity: ServerIdentity | None, *
     from .. import SGLANG_VERSION, __version__
 
     rows = [r.to_dict() for t in tests for r in t.rows()]
-    counts = {k: sum(1 for t in tests if t.outcome == k) for k in ("passed", "failed", "error", "skipped")}
+    # The server start has a row in the table but is not a test: counting it said "4 tests" for 3.
+    start = next((t for t in tests if t.nodeid == START_NODEID), None)
+    real = [t for t in tests if t.nodeid != START_NODEID]
+    counts = {k: sum(1 for t in real if t.outcome == k) for k in ("passed", "failed", "error", "skipped")}
     report: dict[str, Any] = {
         "schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
@@ -40,8 +43,9 @@ def build_report(tests: Sequence[TestRecord], identity: ServerIdentity | None, *
         "exitstatus": exitstatus,
         "server": identity.to_dict() if identity is not None else None,
         "fingerprint": fingerprint(identity),
-        "summary": {"tests": len(tests), **counts, "checks": len(rows),
-                    "checks_failed": sum(1 for r in rows if not r["passed"])},
+        "summary": {"tests": len(real), **counts, "checks": len(rows),
+                    "checks_failed": sum(1 for r in rows if not r["passed"]),
+                    "server_start": start.outcome if start is not None else None},
         "records": rows,
         "tests": [t.to_dict(requests=True) for t in tests],
         "baseline": dict(baseline) if baseline is not None else None,

@@ -20,6 +20,8 @@ OUTCOME_PROP = "sglang_outcome"
 LOAD_PROP = "sglang_load"
 SERVER_PROP = "sglang_server"
 READABLE_PREFIX = "sglang."
+#: The pseudo-test that holds the server-start record: a row of the table, never a counted test.
+START_NODEID = "sglang server start"
 
 #: Keys of a LoadSpec that describe a load's shape (what was asked), as opposed to what was measured.
 SPEC_KEYS = ("api", "concurrency", "request_rate", "requests", "input_len", "output_len", "dataset")

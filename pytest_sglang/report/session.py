@@ -23,10 +23,9 @@ from . import json_report, markdown, terminal
 from .baseline import BaselineContext, open_baseline, parse_limits
 from .fingerprint import fingerprint
 from .identity import ServerIdentity, identify
-from .records import RecordCollector, TestRecord
+from .records import START_NODEID, RecordCollector, TestRecord
 
 SESSION_KEY = pytest.StashKey["ReportSession"]()
-START_NODEID = "sglang server start"
 
 
 class ReportSession:

@@ -14,12 +14,12 @@ _NAME, _MEASURED, _REQUIRED = 36, 14, 17
 
 def render(report: Mapping[str, Any], width: int = WIDTH) -> list[str]:
     """The section's lines (without the ``=== sglang gates ===`` separator pytest draws)."""
-    lines = _identity(report.get("server"), width)
+    lines = _identity(report.get("server"), width, started=report["summary"].get("server_start"))
     lines += _baseline(report.get("baseline"), width)
     for note in report.get("notes", []):
         lines += textwrap.wrap(note, width=width, initial_indent="note: ", subsequent_indent="      ")
     lines += _table(report)
-    lines.append(text.verdict_line(report))
+    lines += textwrap.wrap(text.verdict_line(report), width=width, subsequent_indent="  ")
     return lines
 
 
@@ -28,7 +28,9 @@ def _field(label: str, value: str, width: int) -> list[str]:
                          break_on_hyphens=False, break_long_words=True) or [label]
 
 
-def _identity(server: Mapping[str, Any] | None, width: int) -> list[str]:
+def _identity(server: Mapping[str, Any] | None, width: int, started: str | None = None) -> list[str]:
+    if not server and started == "error":
+        return ["server   did not start: the diagnosis is in the first error of this run"]
     if not server:
         return ["server   no server identity recorded (no test used the sglang_server fixture)"]
     lines = _field("server", text.headline(server), width)

@@ -73,6 +73,9 @@ def hardware(server: Mapping[str, Any]) -> str:
 
 def verdict_line(report: Mapping[str, Any]) -> str:
     s = report["summary"]
-    status = "FAILED" if s["checks_failed"] or s["failed"] or s["error"] else "PASSED"
-    return (f"{status}: {s['checks'] - s['checks_failed']}/{s['checks']} checks ok in {s['tests']} tests "
+    start_failed = s.get("server_start") == "error"
+    status = "FAILED" if s["checks_failed"] or s["failed"] or s["error"] or start_failed else "PASSED"
+    status += ": the server did not start;" if start_failed else ":"
+    return (f"{status} {s['checks'] - s['checks_failed']}/{s['checks']} checks ok in {s['tests']} "
+            f"test{'' if s['tests'] == 1 else 's'} "
             f"({s['passed']} passed, {s['failed']} failed, {s['error']} errors, {s['skipped']} skipped)")

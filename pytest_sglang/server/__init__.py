@@ -22,7 +22,7 @@ from . import cleanup, preflight
 from .config import DockerOptions, LaunchConfig, pick_port
 from .handle import SGLangServer
 from .phases import LogFollower, StartupReport
-from .progress import ProgressSink
+from .progress import ProgressSink, line_sink
 from .readiness import Target, wait_until_ready
 from .runner import ExitStatus, RunningProcess, get_runner
 
@@ -68,31 +68,38 @@ def launch(config: LaunchConfig, progress: ProgressSink | None = None) -> SGLang
     except ConfigError as exc:  # its message quotes the args: mask secrets in them
         shown = " ".join(redaction.scrub_argv(config.args))
         raise ConfigError(exc.source, shown, redaction.scrub(exc.problem), exc.fix) from None
-    runner = get_runner(config)
-    preflight.check(config, runner, launch_args)
+    runner = get_runner(config, progress)
+    _say(progress, preflight.unchecked_note(preflight.check(config, runner, launch_args)))
     cleanup.reap_leftovers_once()
     port = pick_port(config)
-    proc = runner.start(config, port, _log_path(config, port))
-    cleanup.track(proc)
-    follower: LogFollower | None = None
+    log_path = _log_path(config, port)
+    # Followed from before the start: the docker runner pulls the image inside start() and logs it.
+    follower = LogFollower(log_path, on_update=progress.update if progress else None, started_at=started).start()
+    proc: RunningProcess | None = None
     try:
-        follower = LogFollower(proc.log_path, on_update=progress.update if progress else None,
-                               started_at=started).start()
+        proc = runner.start(config, port, log_path)
+        cleanup.track(proc)
         target = Target(url=proc.url, mode=config.runner, api_key=_api_key(config), validate=config.validate,
                         process=proc, follower=follower)
         result = wait_until_ready(target, config.startup_timeout_s, started=started)
         report = _finish_report(follower)
     except BaseException:
         # Ctrl-C, a timeout, a crash, a schema mismatch: never leave the server running.
-        if follower is not None:
-            follower.stop()
-        _stop_quietly(proc)
+        follower.stop()
+        if proc is not None:
+            _stop_quietly(proc)
         raise
     if progress is not None:
         progress.done(report)
     return SGLangServer(proc.url, config.runner, config=config, launch_args=launch_args, process=proc,
                         startup=report, api_key=_api_key(config), validate=config.validate,
                         info_endpoint=result.info_endpoint, initial_info=result.info)
+
+
+def _say(progress: ProgressSink | None, line: str | None) -> None:
+    note = line_sink(progress)
+    if note is not None and line:
+        note(line)
 
 
 def _finish_report(follower: LogFollower) -> StartupReport:

@@ -6,6 +6,7 @@ log tail / Fix line naming the exact options. Every text passes through redactio
 
 from __future__ import annotations
 
+import signal
 from typing import TYPE_CHECKING
 
 from .. import redaction
@@ -16,13 +17,25 @@ from .progress import format_duration
 
 if TYPE_CHECKING:
     from .readiness import Target, WaitState
-    from .runner import ExitStatus
+    from .runner import ExitStatus, RunningProcess
 
 TAIL_LINES = 30
 TIMEOUT_FIX = ("Fix: raise --sglang-startup-timeout (ini sglang_startup_timeout, env "
                "PYTEST_SGLANG_STARTUP_TIMEOUT) or read the log above.")
 ATTACH_FIX = ("Fix: start the server first or correct --sglang-url (ini sglang_url, env PYTEST_SGLANG_URL); "
               "attach mode never launches anything.")
+
+
+def process_identity(process: RunningProcess) -> str:
+    """``pid 4242`` / ``container NAME (id, image X)``: ``describe()`` without its trailing state.
+
+    Both runners' ``describe()`` end in ``, <state>``; the exit headline states how it ended itself
+    (and for a self-inflicted SIGKILL differently from ``ExitStatus.describe``).
+    """
+    text = process.describe()
+    status = process.exit_status()
+    suffix = f", {'running' if status is None else status.describe()}"
+    return text[: -len(suffix)] if text.endswith(suffix) else text
 
 
 def describe_target(target: Target) -> str:
@@ -63,8 +76,8 @@ def exited_error(target: Target, state: WaitState, report: StartupReport | None)
     assert target.process is not None
     status = target.process.exit_status()
     fatal = report.primary_fatal if report is not None else None
-    lines = [f"SGLang server {target.url} (mode={target.mode}, pid {target.process.pid}) exited before "
-             f"it was ready: {_how(status, fatal)}, after {format_duration(state.elapsed_s)}"]
+    lines = [f"SGLang server {target.url} (mode={target.mode}, {process_identity(target.process)}) exited "
+             f"before it was ready: {_how(status, fatal)}, after {format_duration(state.elapsed_s)}"]
     lines += [x for x in (phase_line(report, state.elapsed_s),) if x]
     if fatal is not None:
         lines.append(fatal.message())
@@ -73,7 +86,7 @@ def exited_error(target: Target, state: WaitState, report: StartupReport | None)
         lines.append(f"Cause (last exception in the log): {cause}")
     lines.append(f"Last probe: {state.last_probe}")
     lines += tail_block(target)
-    lines.append(_exit_fix(fatal is not None, status.signal if status is not None else None))
+    lines.append(_exit_fix(status, fatal))
     error = ServerExited(redaction.scrub("\n".join(lines)))
     error.exit_status = status  # type: ignore[attr-defined]
     error.phase = report.phase if report is not None else None  # type: ignore[attr-defined]
@@ -85,16 +98,21 @@ def exited_error(target: Target, state: WaitState, report: StartupReport | None)
 def _how(status: ExitStatus | None, fatal: FatalLine | None) -> str:
     if status is None:
         return "exited"
-    if status.signal == 9 and fatal is not None and "SIGKILL" not in fatal.explanation:
+    if status.killed_by() == signal.SIGKILL and fatal is not None and "SIGKILL" not in fatal.explanation:
         # SGLang SIGKILLs its own process tree when a child fails: not the OOM killer this time.
         return "killed by SIGKILL (SGLang kills its whole process tree when a child process fails; see below)"
     return status.describe()
 
 
-def _exit_fix(known: bool, signal_number: int | None) -> str:
-    if known:
+def _exit_fix(status: ExitStatus | None, fatal: FatalLine | None) -> str:
+    # Most specific first: the runner's own remedy (a container's memory limit) names options the
+    # log's fatal line cannot know about.
+    specific = status.fix() if status is not None else None
+    if specific:
+        return specific if specific.startswith("Fix: ") else f"Fix: {specific}"
+    if fatal is not None:
         return "Fix: see the explanation of the fatal line above, then read the log."
-    if signal_number == 9:
+    if status is not None and status.killed_by() == signal.SIGKILL:
         return ("Fix: check `dmesg -T | grep -i oom`; lower memory use (--mem-fraction-static, "
                 "--hicache-size, --max-total-tokens) or give the host more memory.")
     return "Fix: read the log above; the server's own error is usually in its last lines."

@@ -50,9 +50,14 @@ class ContainerExit(ExitStatus):
             return f"exited with code {self.code} (killed by {_signal_name(self.code - 128)})"
         return f"exited with code {self.code}"
 
+    def killed_by(self) -> int | None:
+        # docker-init passes a signal death on as exit code 128+N (137: SGLang SIGKILLed its own tree).
+        if self.kind == "exited" and self.code is not None and self.code > 128:
+            return self.code - 128
+        return None
 
-    def fix(self) -> str:
-        """The remedy for this ending, for the error's ``Fix:`` line."""
+    def fix(self) -> str | None:
+        """The remedy for this ending, for the error's ``Fix:`` line (None: the log decides)."""
         if self.kind == "oom":
             return ("Fix: raise --sglang-docker-memory (or leave it unset), or shrink what the server pins "
                     "in host memory (--hicache-size / --hicache-ratio in --sglang-launch)")
@@ -60,7 +65,7 @@ class ContainerExit(ExitStatus):
             return "Fix: do not remove pytest-sglang's containers while a run uses them"
         if self.kind == "engine-gone":
             return "Fix: check the engine (docker info, journalctl -u docker) and rerun"
-        return "Fix: read the log above; the server's own error is usually in its last lines."
+        return None
 
 
 def _signal_name(number: int) -> str:

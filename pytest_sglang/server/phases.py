@@ -22,6 +22,7 @@ from .fatal import FatalLine, match_fatal, shorten
 #: Startup phases in order (the label is what users see).
 PHASES = (
     "launching",
+    "pulling image",  # docker runner only: our own log line before the container exists
     "loading weights",
     "allocating KV cache",
     "capturing CUDA graphs",
@@ -33,6 +34,7 @@ PHASES = (
 
 _RANK = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: (?P<rank>(?:[A-Z]{2}\d+ ?)+))?\]")
 _PHASE_STARTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^# pytest-sglang .*: pulling image "), "pulling image"),
     (re.compile(r"Load weight begin|Init torch distributed begin"), "loading weights"),
     (re.compile(r"Loading safetensors checkpoint shards:"), "loading weights"),
     (re.compile(r"KV Cache is allocated\.|Memory pool end\."), "allocating KV cache"),

@@ -3,27 +3,39 @@
 The seed's lesson: ``--hicache-size`` is GB **per TP rank**, so ``--tp 8 --hicache-size 300`` asks
 for 2400 GB of pinned host memory. SGLang finds out minutes into the start (after loading weights)
 and dies; the preflight says so in a second with the arithmetic (reference §11, ``hostmem``).
+
+Ratio-sized pools (``--hicache-ratio``) are a multiple of the device KV pool, which only the
+simulator runner knows before the start (from its profile); for a real server the verdict is
+"cannot tell" and the launch goes ahead (:func:`unchecked_note` says so).
 """
 
 from __future__ import annotations
 
 from ..errors import PreflightError
-from ..hostmem import GB, HicachePlan, plan_hicache
+from ..hostmem import GB, HicachePlan, plan_for_launch
 from ..sglang_args import LaunchArgs, parse_launch_args
 from .config import LaunchConfig
 from .runner import Runner
+
+_CONTAINER_LIMIT = "container memory limit"
 
 
 def plan_for(config: LaunchConfig, runner: Runner, launch_args: LaunchArgs | None = None) -> HicachePlan:
     """The host-memory plan of this launch against the runner's host (simulated host for the simulator)."""
     args = launch_args if launch_args is not None else parse_launch_args(config.args)
-    host = runner.host_memory(config)
-    return plan_hicache(
-        enabled=args.enable_hierarchical_cache, hicache_size_gb=args.hicache_size,
-        hicache_ratio=args.hicache_ratio,
-        tp_size=args.tp_size, pp_size=args.pp_size, dp_size=args.dp_size, nnodes=args.nnodes, host=host,
-        reserve_bytes=int(config.host_memory_reserve_gb * GB),
+    return plan_for_launch(
+        args, host=runner.host_memory(config), reserve_bytes=int(config.host_memory_reserve_gb * GB),
+        device_pool_bytes_per_rank=device_pool_estimate(config, runner, args),
     )
+
+
+def device_pool_estimate(config: LaunchConfig, runner: Runner, args: LaunchArgs) -> int | None:
+    """The runner's device-pool estimate per rank; None for runners that cannot know it before the start."""
+    estimate = getattr(runner, "device_pool_bytes_per_rank", None)  # optional part of the Runner protocol
+    if not callable(estimate):
+        return None
+    value = estimate(config, args)
+    return value if isinstance(value, int) else None
 
 
 def check(config: LaunchConfig, runner: Runner, launch_args: LaunchArgs | None = None) -> HicachePlan | None:
@@ -35,8 +47,16 @@ def check(config: LaunchConfig, runner: Runner, launch_args: LaunchArgs | None =
         return None  # no host pools: nothing to check (and no host-memory read needed)
     plan = plan_for(config, runner, args)
     if plan.fits is False:
-        raise PreflightError(refusal_message(plan), fix=refusal_fix(plan))
+        raise PreflightError(refusal_message(plan), fix=refusal_fix(plan, args.hicache_ratio))
     return plan
+
+
+def unchecked_note(plan: HicachePlan | None) -> str | None:
+    """What to tell the user when the preflight could not decide (ratio-sized pools of a real server)."""
+    if plan is None or plan.fits is not None:
+        return None
+    return (f"preflight: host pools not checked before the start ({plan.explain()}); "
+            f"the server checks them itself after loading weights")
 
 
 def refusal_message(plan: HicachePlan) -> str:
@@ -46,9 +66,18 @@ def refusal_message(plan: HicachePlan) -> str:
             f"its own host pool. Nothing was started.")
 
 
-def refusal_fix(plan: HicachePlan) -> str:
+def refusal_fix(plan: HicachePlan, ratio: float | None = None) -> str:
+    """The Fix line; ``ratio`` is the ``--hicache-ratio`` of a ratio-sized plan (to say how far to lower it)."""
     most = max(0, int(plan.budget_bytes // GB) // max(1, plan.ranks))
-    hint = (f"lower --hicache-size to at most {most} (GB per TP rank) in the launch args" if most > 0
-            else "drop --enable-hierarchical-cache or run on a host with more memory")
+    if most <= 0:
+        hint = "drop --enable-hierarchical-cache or run on a host with more memory"
+    elif plan.sizing == "ratio" and ratio is not None and plan.per_rank_bytes:
+        fitting = ratio * (plan.budget_bytes / plan.ranks) / plan.per_rank_bytes
+        hint = (f"lower --hicache-ratio {ratio:g} to at most {int(fitting * 100) / 100:g} or set "
+                f"--hicache-size to at most {most} (GB per TP rank) in the launch args")
+    else:
+        hint = f"lower --hicache-size to at most {most} (GB per TP rank) in the launch args"
+    if plan.memory_source.startswith(_CONTAINER_LIMIT):
+        hint += ", raise --sglang-docker-memory (or leave it unset)"
     return (f"{hint}, lower --sglang-host-memory-reserve-gb if the reserve is too cautious, or pass "
             f"--sglang-no-preflight to launch anyway.")

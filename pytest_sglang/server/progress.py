@@ -23,6 +23,15 @@ class ProgressSink(Protocol):
         """Called once when the server is ready."""
 
 
+def line_sink(progress: object | None) -> Callable[[str], None] | None:
+    """The sink's ``note(line)`` (free-form lines such as docker pull progress), if it has one.
+
+    Optional on purpose: :class:`ProgressSink` implementations written before it keep working.
+    """
+    note = getattr(progress, "note", None)
+    return note if callable(note) else None
+
+
 def format_duration(seconds: float) -> str:
     """``42.1s``, ``11m02s``, ``1h02m03s``."""
     if seconds < 60:
@@ -86,6 +95,10 @@ class TerminalProgress:
                 return
             self._last_line, self._last_time = key, now
         self.write(line)
+
+    def note(self, line: str) -> None:
+        """A free-form line (docker pull progress, preflight remarks), stamped like the status lines."""
+        self.write(f"[sglang {format_duration(time.monotonic() - self._started)}] {line}")
 
     def done(self, report: StartupReport) -> None:
         self.write(describe_ready(report, self.url))

@@ -189,7 +189,9 @@ def _get(client: httpx.Client, path: str, state: WaitState, timeout: float) -> h
             state.refused_since = time.monotonic()
         raise NotReadyYet(state.last_probe) from None
     except httpx.TimeoutException:
-        state.last_probe = f"GET {path} -> no answer within {timeout:.0f}s"
+        # Near the deadline the probe timeout is clamped to what is left: say so instead of "within 0s".
+        within = f"{timeout:.0f}s" if timeout >= 1 else f"{timeout:.2f}s (the rest of the startup deadline)"
+        state.last_probe = f"GET {path} -> no answer within {within}"
         raise NotReadyYet(state.last_probe) from None
     except httpx.TransportError as exc:
         state.last_probe = f"GET {path} -> {type(exc).__name__}: {redaction.scrub(str(exc))}"

@@ -15,16 +15,22 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import psutil
 
 from .. import redaction
+from ..errors import ConfigError
 from ..hostmem import HostMemory, read_host_memory
+from ..sglang_args import LaunchArgs, find_flag
 from .config import LaunchConfig, effective_argv, server_url
+from .progress import ProgressSink, line_sink
+
+if TYPE_CHECKING:
+    from ..simulator.profiles import Profile
 
 OWNER_ENV = "PYTEST_SGLANG_OWNER"
 LAUNCH_ENV = "PYTEST_SGLANG_LAUNCH"
@@ -56,6 +62,14 @@ class ExitStatus:
         if self.signal == signal.SIGKILL:
             return f"killed by {name}: most likely the out-of-memory killer (check `dmesg -T | grep -i oom`)"
         return f"killed by {name}"
+
+    def killed_by(self) -> int | None:
+        """The signal that ended the server, if one did (containers override: exit code 128+N)."""
+        return self.signal
+
+    def fix(self) -> str | None:
+        """A remedy specific to this ending (e.g. a container's OOM kill), or None: the caller decides."""
+        return None
 
 
 def _signal_name(number: int) -> str:
@@ -229,6 +243,13 @@ class ProcessRunner:
     def host_memory(self, config: LaunchConfig) -> HostMemory:
         return read_host_memory()
 
+    def device_pool_bytes_per_rank(self, config: LaunchConfig, args: LaunchArgs) -> int | None:
+        """Bytes of one rank's device KV pool, if known before the start (what --hicache-ratio multiplies).
+
+        Unknown for a real server: it depends on the GPU and the model, measured at startup.
+        """
+        return None
+
 
 class SimulatorRunner(ProcessRunner):
     """``<python> -m pytest_sglang.simulator ARGS``: same lifecycle, simulated host for preflight."""
@@ -238,14 +259,49 @@ class SimulatorRunner(ProcessRunner):
     def host_memory(self, config: LaunchConfig) -> HostMemory:
         from ..simulator.profiles import simulated_host_memory  # lazy: the simulator is optional here
 
+        _profile(config)  # an unknown --sim-profile is a ConfigError, not a ValueError traceback
         return simulated_host_memory(list(config.args))
 
+    def device_pool_bytes_per_rank(self, config: LaunchConfig, args: LaunchArgs) -> int | None:
+        """The simulator's device pool, computed as it will at startup (same profile arithmetic)."""
+        from ..simulator import profiles
 
-def get_runner(config: LaunchConfig) -> Runner:
-    """The runner named by ``config.runner``."""
+        profile = _profile(config)
+        hw = profiles.hardware(profile, _gb_flag(config, "--sim-gpu-memory-gb"),
+                               _gb_flag(config, "--sim-host-memory-gb"))
+        tokens = profiles.device_pool_tokens(
+            profile, gpu_memory_bytes=hw.gpu_memory_bytes,
+            mem_fraction_static=args.mem_fraction_static or profile.default_mem_fraction_static,
+            tp_size=args.tp_size, pp_size=args.pp_size, max_total_tokens=args.max_total_tokens)
+        page = args.page_size or 1
+        return profiles.device_pool_bytes_per_rank(profile, tokens // page * page, args.tp_size)
+
+
+def _profile(config: LaunchConfig) -> Profile:
+    from ..simulator import profiles
+
+    name = find_flag(config.args, "--sim-profile") or "tiny"
+    try:
+        return profiles.get_profile(name)
+    except ValueError:
+        raise ConfigError("--sim-profile", name, "not a simulator profile",
+                          f"use one of {', '.join(profiles.PROFILES)} in the launch args") from None
+
+
+def _gb_flag(config: LaunchConfig, flag: str) -> float | None:
+    value = find_flag(config.args, flag)
+    try:
+        return None if value is None else float(value)
+    except ValueError:
+        raise ConfigError(flag, value, "not a number", f"give {flag} in GB, e.g. {flag} 96") from None
+
+
+def get_runner(config: LaunchConfig, progress: ProgressSink | None = None) -> Runner:
+    """The runner named by ``config.runner``; ``progress`` also receives docker's image-pull lines."""
     if config.runner == "docker":
         from .docker import DockerRunner  # lazy: the docker SDK is imported only when used
 
-        runner: Runner = DockerRunner()
+        say: Callable[[str], None] | None = line_sink(progress)
+        runner: Runner = DockerRunner(progress=say)
         return runner
     return SimulatorRunner() if config.runner == "simulator" else ProcessRunner()

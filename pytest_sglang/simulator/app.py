@@ -28,6 +28,8 @@ ADMIN = (
     "/freeze_gc",
 )
 STATE: web.AppKey[State] = web.AppKey("state", State)
+#: Marks a response sent without a Content-Type header (aiohttp would add application/octet-stream).
+BARE = "pytest_sglang.bare"
 FLUSHED = (
     "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting "
     "requests, the operation will not be performed.)\n"
@@ -58,13 +60,17 @@ async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
 async def envelope(request: web.Request, handler: Handler) -> web.StreamResponse:
     """FastAPI's 404/405 bodies, the uvicorn access log and the http_* metrics."""
     state = request.app[STATE]
-    state.http_requests[(request.path, request.method)] += 1
+    key = (request.path, request.method)
+    state.http_requests[key] += 1
+    state.http_active[key] += 1
     try:
         resp = await handler(request)
     except web.HTTPNotFound:
         resp = json_response({"detail": "Not Found"}, 404)
     except web.HTTPMethodNotAllowed:
         resp = json_response({"detail": "Method Not Allowed"}, 405)
+    finally:
+        state.http_active[key] -= 1
     peer = request.transport.get_extra_info("peername") if request.transport else None
     addr = f"{peer[0]}:{peer[1]}" if peer else "127.0.0.1:0"
     state.http_responses[(request.path, str(resp.status), request.method)] += 1
@@ -199,7 +205,9 @@ async def flush_cache(request: web.Request) -> web.Response:
             )
         await asyncio.sleep(0.05)
     state.log.info("Cache flushed successfully!")
-    return web.Response(text=FLUSHED)
+    resp = web.Response(body=FLUSHED.encode())
+    resp[BARE] = True  # 0.5.23 sends this body with no Content-Type header at all
+    return resp
 
 
 async def storage_backend(request: web.Request) -> web.Response:
@@ -253,8 +261,14 @@ async def freeze_gc(request: web.Request) -> web.Response:
     return web.Response(status=200)
 
 
+async def _strip_content_type(request: web.Request, response: web.StreamResponse) -> None:
+    if response.get(BARE):
+        response.headers.pop("Content-Type", None)
+
+
 def build_app(state: State) -> web.Application:
     app = web.Application(middlewares=[envelope, auth], client_max_size=64 * 2**20)
+    app.on_response_prepare.append(_strip_content_type)
     app[STATE] = state
     r = app.router
 

@@ -39,6 +39,18 @@ class HostPool:
     auto_sized_from: float | None  # the ratio before auto-sizing shrank it
 
 
+#: Pass-through SGLang flags the simulator does model (no "accepted but not simulated" warning).
+MODELLED_PASSTHROUGH = frozenset(
+    {
+        "disable_cuda_graph",
+        "disable_prefill_cuda_graph",
+        "disable_decode_cuda_graph",
+        "cuda_graph_backend_prefill",
+        "cuda_graph_backend_decode",
+    }
+)
+
+
 @dataclass(frozen=True)
 class SimConfig:
     args: LaunchArgs
@@ -71,6 +83,27 @@ class SimConfig:
 
     def scaled(self, seconds: float) -> float:
         return seconds * self.sim.time_scale
+
+    def graph_disabled(self, kind: str) -> str | None:
+        """Why the ``kind`` ("prefill" | "decode") CUDA graph is not captured, or None if it is.
+
+        0.5.23 resolves ``--disable-cuda-graph``, ``--disable-{kind}-cuda-graph`` and
+        ``--cuda-graph-backend-{kind}=disabled`` into one backend setting."""
+        extra = self.args.passthrough
+        if (
+            extra.get("disable_cuda_graph")
+            or extra.get(f"disable_{kind}_cuda_graph")
+            or extra.get(f"cuda_graph_backend_{kind}") == "disabled"
+        ):
+            return (
+                f"cuda_graph_config resolved {kind}.backend='disabled' (e.g. via "
+                f"--cuda-graph-backend-{kind}=disabled or auto-disable rules)"
+            )
+        return None
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.args.device == "cpu"
 
 
 def _max_running(args: LaunchArgs, tokens: int, context_len: int) -> int:

@@ -109,6 +109,9 @@ class Request:
     def advance(self) -> None:
         """Generate the next token and decide whether the request is finished."""
         k = len(self.out_ids)
+        if self.max_new <= 0:  # max_new_tokens 0: prefill only, finish without a token
+            self.finish = {"type": "length", "length": 0}
+            return
         if not self.ignore_eos and k + 1 >= self.natural_len and k + 1 < self.max_new:
             self.out_ids.append(tokenizer.EOS_TOKEN_ID)
             self.finish = {"type": "stop", "matched": tokenizer.EOS_TOKEN_ID}

@@ -13,7 +13,7 @@ from . import tokenizer
 from .engine import EmitFn, Request
 from .sink import Sink
 from .state import State
-from .streams import NativeEmitter, OpenAIEmitter, collect, dumps, native_object, openai_object
+from .streams import DONE, NativeEmitter, OpenAIEmitter, collect, dumps, native_object, openai_object
 
 SAMPLING_KEYS = (
     "max_new_tokens",
@@ -48,8 +48,11 @@ SAMPLING_KEYS = (
 SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8"}
 
 
+JSON_HEADERS = {"Content-Type": "application/json"}  # FastAPI's JSONResponse: no charset parameter
+
+
 def json_response(body: Any, status: int = 200) -> web.Response:
-    return web.Response(text=dumps(body), status=status, content_type="application/json")
+    return web.Response(body=dumps(body).encode(), status=status, headers=JSON_HEADERS)
 
 
 def error_response(message: str, err_type: str, status: int) -> web.Response:
@@ -97,32 +100,50 @@ def _stops(value: Any) -> list[str]:
 
 
 async def _run(
-    state: State, request: web.Request, req_kwargs: dict[str, Any], stream: bool, make_emit: Any, body_fn: Any
+    state: State,
+    request: web.Request,
+    kwargs_list: list[dict[str, Any]],
+    stream: bool,
+    make_emit: Any,
+    body_fn: Any,
+    *,
+    batch: bool = False,
 ) -> web.StreamResponse:
+    """Schedule one engine request per prompt; a batch answers a JSON list (or one SSE stream)."""
     engine = state.engine
     resp: web.StreamResponse | None = None
     if stream:
         resp = web.StreamResponse(status=200, headers=SSE_HEADERS)
         await resp.prepare(request)
-    sink = Sink(resp)
-    req = Request(sink=sink, stream=stream, emit=collect, random_seed=state.cfg.random_seed, **req_kwargs)
-    emit: EmitFn = make_emit(req) if stream else collect
+    sink = Sink(resp)  # shared by a batch: its chunks interleave in one stream, like SGLang's
+    reqs: list[Request] = []
     drop = state.cfg.faults.drop_stream_after
-    if stream and drop is not None:
-        emit = _dropping(emit, drop, request)
-    req.emit = emit
-    engine.submit(req)
+    for i, req_kwargs in enumerate(kwargs_list):
+        req = Request(sink=sink, stream=stream, emit=collect, random_seed=state.cfg.random_seed, **req_kwargs)
+        emit: EmitFn = make_emit(req, i if batch else None) if stream else collect
+        if stream and drop is not None:
+            emit = _dropping(emit, drop, request)
+        req.emit = emit
+        reqs.append(req)
+    for req in reqs:
+        engine.submit(req)
     try:
-        await req.done
+        for req in reqs:
+            await req.done
     finally:
-        if not req.done.done() or req.finish is None:
-            engine.abort(req)
+        for req in reqs:
+            if not req.done.done() or req.finish is None:
+                engine.abort(req)
     if resp is not None:
+        if batch and not sink.closed:
+            sink.push(DONE)  # once, after every prompt's last chunk
         await sink.drained()
         if not sink.closed:
             await resp.write_eof()
         return resp
-    return json_response(body_fn(req))
+    if batch:
+        return json_response([body_fn(req) for req in reqs])
+    return json_response(body_fn(reqs[0]))
 
 
 def _dropping(emit: EmitFn, after: int, request: web.Request) -> EmitFn:
@@ -145,66 +166,90 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
     return body
 
 
-def _native_prompt(body: dict[str, Any]) -> list[int]:
+def _native_error(message: str) -> BadRequest:
+    return BadRequest(json_response({"error": {"message": message}}, 400))
+
+
+def _native_prompts(body: dict[str, Any]) -> tuple[list[list[int]], bool]:
+    """(token ids of every prompt, whether the request is a batch: ``text`` or ``input_ids`` a list)."""
     if body.get("input_ids") is not None:
         ids = body["input_ids"]
         if ids and isinstance(ids[0], list):
-            raise BadRequest(
-                json_response({"error": {"message": "The simulator serves one prompt per request"}}, 400)
-            )
-        return [int(i) for i in ids]
+            return [[int(i) for i in one] for one in ids], True
+        return [[int(i) for i in ids]], False
     text = body.get("text")
     if text is None:
-        raise BadRequest(
-            json_response(
-                {"error": {"message": "Either text, input_ids or input_embeds should be provided."}}, 400
-            )
-        )
+        raise _native_error("Either text, input_ids or input_embeds should be provided.")
     if isinstance(text, list):
-        raise BadRequest(
-            json_response({"error": {"message": "The simulator serves one prompt per request"}}, 400)
-        )
-    return tokenizer.encode(str(text))
+        return [tokenizer.encode(str(t)) for t in text], True
+    return [tokenizer.encode(str(text))], False
+
+
+def _max_new_tokens(sp: dict[str, Any]) -> int | None:
+    """``sampling_params.max_new_tokens`` checked like SGLang's SamplingParams.verify()."""
+    value = sp.get("max_new_tokens")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _native_error(f"max_new_tokens must be an integer, got {value!r}.")
+    if value < 0:
+        raise _native_error(f"max_new_tokens must be at least 0, got {value}.")
+    return value
+
+
+def _rids(body: dict[str, Any], n: int) -> list[str]:
+    rid = body.get("rid")
+    if isinstance(rid, list) and len(rid) == n:
+        return [str(r) for r in rid]
+    if rid and n == 1:
+        return [str(rid)]
+    return [uuid.uuid4().hex for _ in range(n)]
 
 
 async def generate(state: State, request: web.Request) -> web.StreamResponse:
     try:
         body = await _json_body(request)
-        ids = _native_prompt(body)
+        prompts, batch = _native_prompts(body)
+        sp = body.get("sampling_params") or {}
+        unknown = [k for k in sp if k not in SAMPLING_KEYS]
+        if unknown:
+            expected = ", ".join(f"`{k}`" for k in SAMPLING_KEYS)
+            return json_response({"error": f"unknown field `{unknown[0]}`, expected one of {expected}"}, 400)
+        requested = _max_new_tokens(sp)
     except BadRequest as exc:
         return exc.response
-    sp = body.get("sampling_params") or {}
-    unknown = [k for k in sp if k not in SAMPLING_KEYS]
-    if unknown:
-        expected = ", ".join(f"`{k}`" for k in SAMPLING_KEYS)
-        return json_response({"error": f"unknown field `{unknown[0]}`, expected one of {expected}"}, 400)
-    max_new = int(sp.get("max_new_tokens", 128))
-    msg = _length_error(state, len(ids), sp.get("max_new_tokens"))
-    if msg:
-        return json_response({"error": {"message": msg}}, 400)
+    max_new = 128 if requested is None else requested
+    for ids in prompts:
+        msg = _length_error(state, len(ids), requested)
+        if msg:
+            return json_response({"error": {"message": msg}}, 400)
     fault = _fault_error(state)
     if fault is not None:
         return fault
     a, metrics = state.cfg.args, state.cfg.args.enable_metrics
-    kwargs = dict(
-        rid=str(body.get("rid") or uuid.uuid4().hex),
-        prompt_ids=ids,
-        max_new=max_new,
-        ignore_eos=bool(sp.get("ignore_eos", False)),
-        stop=_stops(sp.get("stop")),
-        endpoint="/generate",
-        log_metrics=bool(body.get("log_metrics", True)),
-    )
+    kwargs_list = [
+        dict(
+            rid=rid,
+            prompt_ids=ids,
+            max_new=max_new,
+            ignore_eos=bool(sp.get("ignore_eos", False)),
+            stop=_stops(sp.get("stop")),
+            endpoint="/generate",
+            log_metrics=bool(body.get("log_metrics", True)),
+        )
+        for rid, ids in zip(_rids(body, len(prompts)), prompts, strict=True)
+    ]
     interval = int(sp.get("stream_interval") or a.stream_interval)
     return await _run(
         state,
         request,
-        kwargs,
+        kwargs_list,
         bool(body.get("stream")),
-        lambda r: NativeEmitter(
-            r, interval=interval, incremental=a.incremental_streaming_output, metrics=metrics
+        lambda r, index: NativeEmitter(
+            r, interval=interval, incremental=a.incremental_streaming_output, metrics=metrics, index=index
         ),
         lambda r: native_object(r, metrics=metrics),
+        batch=batch,
     )
 
 
@@ -219,6 +264,8 @@ def _openai_prompt(body: dict[str, Any], chat: bool) -> list[int]:
                     400,
                 )
             )
+        if not messages:
+            raise BadRequest(error_response("Messages cannot be empty.", "BadRequestError", 400))
         return tokenizer.encode(tokenizer.render_chat(messages))
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
@@ -271,9 +318,9 @@ async def openai(state: State, request: web.Request, *, chat: bool) -> web.Strea
     return await _run(
         state,
         request,
-        kwargs,
+        [kwargs],
         bool(body.get("stream")),
-        lambda r: OpenAIEmitter(
+        lambda r, _index: OpenAIEmitter(
             r,
             chat=chat,
             model=model,

@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from .metrics_extra import render_extra
 from .state import State
 from .stats import Histogram
 
@@ -38,7 +39,8 @@ def render(state: State) -> str:
     cfg, e = state.cfg, state.engine
     st = e.stats
     model = cfg.served_model_name
-    sched = _labels(engine_type="unified", model_name=model, moe_ep_rank="0", pp_rank="0", tp_rank="0")
+    sched_labels = dict(engine_type="unified", model_name=model, moe_ep_rank="0", pp_rank="0", tp_rank="0")
+    sched = _labels(**sched_labels)
     tok = {"engine_type": "unified", "model_name": model}
     out = _Out()
     cap = max(1, e.capacity)
@@ -83,6 +85,7 @@ def render(state: State) -> str:
         "Engine startup duration by phase in seconds.",
         [(_labels(**tok, phase=k), v) for k, v in phases.items()],
     )
+    render_extra(out, state, sched_labels, tok)
     _counters(out, state, tok)
     _histograms(out, state, tok)
     return "\n".join(out.lines) + "\n"

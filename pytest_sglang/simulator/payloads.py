@@ -99,12 +99,22 @@ def startup_time(times: dict[str, float], *, tokenizer: bool) -> dict[str, Any]:
     return out
 
 
+DECODE_GRAPH_BS = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256]
+
+
+def graph_memory_gb(cfg: SimConfig, kind: str) -> float:
+    """GPU memory a captured ``kind`` CUDA graph takes (0 when not captured)."""
+    if cfg.graph_disabled(kind) is not None:
+        return 0.0
+    return cfg.hw.gpu_memory_bytes / GiB * (0.012 if kind == "decode" else 0.004)
+
+
 def memory_usage(cfg: SimConfig) -> dict[str, Any]:
     weight = cfg.profile.weight_bytes_per_rank(cfg.args.tp_size, cfg.args.pp_size) / GiB
     kv = cfg.max_total_num_tokens * cfg.kv_bytes_per_token / GiB
     total = cfg.hw.gpu_memory_bytes / GiB
     graph = {p: 0.0 for p in GRAPH_PHASES}
-    graph.update(prefill=round(total * 0.004, 3), decode=round(total * 0.012, 3))
+    graph.update({kind: round(graph_memory_gb(cfg, kind), 3) for kind in ("prefill", "decode")})
     return {
         "weight": round(weight, 3),
         "kvcache": round(kv, 3),
@@ -145,7 +155,10 @@ def server_info(
         last_gen_throughput=last_gen_throughput,
         memory_usage=mem,
         disaggregation_mode="null",
-        decode_cuda_graph_bs=[1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256],
+        # the scheduler's resolved values (the top-level args keep the user's None)
+        pp_max_micro_batch_size=cfg.max_running_requests,
+        disaggregation_decode_retraction_backup="cpu_tensor",
+        decode_cuda_graph_bs=[] if cfg.graph_disabled("decode") else list(DECODE_GRAPH_BS),
         decode_cuda_graph_memory_gb=mem["graph"]["decode"],
     )
     body["internal_states"] = [dict(state) for _ in range(cfg.args.dp_size)]

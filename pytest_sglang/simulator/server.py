@@ -13,7 +13,7 @@ from aiohttp import web
 
 from . import cli, tokenizer
 from .app import build_app
-from .config import SimConfig, resolve
+from .config import MODELLED_PASSTHROUGH, SimConfig, resolve
 from .engine import Engine, Request
 from .faults import parse_faults
 from .logs import Logger
@@ -39,7 +39,10 @@ def _speed(cfg: SimConfig) -> Speed:
 
 def _warn_passthrough(log: Logger, cfg: SimConfig) -> None:
     for name in dict.fromkeys(cfg.args.given_flags()):
-        if name.removeprefix("--").replace("-", "_") in cfg.args.passthrough:
+        key = name.removeprefix("--").replace("-", "_")
+        if key in MODELLED_PASSTHROUGH:
+            continue
+        if key in cfg.args.passthrough:
             log.warning(f"{name} is an SGLang 0.5.23 flag that the simulator accepts but does not simulate")
         else:
             log.warning(f"{name} is not an SGLang 0.5.23 flag; the simulator ignores it")

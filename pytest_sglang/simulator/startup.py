@@ -19,7 +19,7 @@ from ..hostmem import GB, GiB
 from .config import SimConfig
 from .hostalloc import allocate_host_pools
 from .logs import Logger
-from .payloads import server_args
+from .payloads import DECODE_GRAPH_BS, graph_memory_gb, server_args
 
 _ROOT = "/usr/local/lib/python3.12/dist-packages"
 _TRACEBACK = """Traceback (most recent call last):
@@ -34,14 +34,18 @@ _TRACEBACK = """Traceback (most recent call last):
 
 
 def ranks(cfg: SimConfig) -> list[str]:
-    """Log prefixes of every scheduler process (``TP0``, ``PP1 TP3``, ``DP1 TP0``...)."""
+    """Log prefixes of every scheduler process (``TP3``, ``PP1 TP3``, ``DP1``...).
+
+    0.5.23 names a dimension only when it has more than one rank: a single-GPU server's scheduler
+    lines carry no prefix at all (``[2026-12-02 16:43:57] Load weight begin...``)."""
     a = cfg.args
     out = []
     for dp in range(a.dp_size):
         for pp in range(a.pp_size):
             for tp in range(a.tp_size):
-                parts = ([f"DP{dp}"] if a.dp_size > 1 else []) + ([f"PP{pp}"] if a.pp_size > 1 else [])
-                out.append(" ".join([*parts, f"TP{tp}"]))
+                dims = (("DP", dp, a.dp_size), ("PP", pp, a.pp_size), ("TP", tp, a.tp_size))
+                parts = [f"{name}{i}" for name, i, n in dims if n > 1]
+                out.append(" ".join(parts))
     return out
 
 
@@ -53,6 +57,7 @@ def scheduler_exception(
     func: str = "load_model",
     stmt: str = "self.model = get_model(...)",
     kill_tree: bool = True,
+    rank: str = "TP0",
 ) -> NoReturn:
     """SGLang's block when a scheduler raises during startup; then, like 0.5.23, the launcher kills its
     own process tree, itself included, so the exit status is -9 (SIGKILL). ``kill_tree=False`` exits 1
@@ -61,7 +66,7 @@ def scheduler_exception(
     log.always(
         "Scheduler hit an exception: "
         + _TRACEBACK.format(root=_ROOT, where=path, line=871, func=func, stmt=stmt, error=error),
-        rank="TP0",
+        rank=rank,
     )
     log.always("Received sigquit from a child process. It usually means the child failed.")
     if not kill_tree:
@@ -96,6 +101,7 @@ def fault(cfg: SimConfig, log: Logger, phase: str) -> None:
             log,
             f"RuntimeError: simulated crash during startup phase {phase!r} (--sim-fault crash-at:{phase})",
             kill_tree=False,
+            rank=ranks(cfg)[0],
         )
     elif kind == "oom-kill-at":
         oom_kill(log)
@@ -112,6 +118,9 @@ class Startup:
         self.ranks = ranks(cfg)
         gpu = cfg.hw.gpu_memory_bytes / GiB
         self.avail = gpu - 0.4  # CUDA context + NCCL buffers
+        # --device cpu: 0.5.23 serves the model in float16 and reports CPU memory
+        self.kv_dtype = "torch.float16" if cfg.on_cpu else "torch.bfloat16"
+        self.mem_name = "available_cpu_mem" if cfg.on_cpu else "available_gpu_mem"
 
     def _sleep(self, phase: str, seconds: float) -> None:
         self.times[phase] = self.times.get(phase, 0.0) + seconds
@@ -172,6 +181,7 @@ class Startup:
                 where="sglang/srt/mem_cache/kv_cache_configurator.py",
                 func="configure",
                 stmt="raise RuntimeError(...)",
+                rank=self.ranks[0],
             )
         size = cfg.max_total_num_tokens * cfg.kv_bytes_per_token / GiB
         sizes = (
@@ -183,7 +193,7 @@ class Startup:
         self.avail = cfg.hw.gpu_memory_bytes / GiB * (1 - cfg.mem_fraction_static)
         for r in self.ranks:
             self.log.info(
-                f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {cfg.max_total_num_tokens}, {sizes}",
+                f"KV Cache is allocated. dtype: {self.kv_dtype}, #tokens: {cfg.max_total_num_tokens}, {sizes}",
                 rank=r,
             )
             self.log.info(f"Memory pool end. avail mem={self.avail:.2f} GB", rank=r)
@@ -195,18 +205,25 @@ class Startup:
             ("prefill", 0.3, "breakable", "num_tokens=[4, 8, 16, 32, 64, 128]"),
             ("decode", 0.7, "full", "num_tokens_per_req=1"),
         ):
+            if kind == "prefill":
+                fault(cfg, self.log, "cuda_graph")
+            reason = cfg.graph_disabled(kind)
+            if reason is not None:
+                if kind == "prefill":  # 0.5.23 says so for prefill only; decode is skipped silently
+                    for r in self.ranks:
+                        self.log.info(f"Disable prefill CUDA graph because {reason}.", rank=r)
+                self.times[f"graph_{kind}"] = 0.0
+                continue
             for r in self.ranks:
                 self.log.info(
                     f"Capture target {kind} CUDA graph begin. backend={backend}, {detail}, "
                     f"avail mem={self.avail:.2f} GB",
                     rank=r,
                 )
-            if kind == "prefill":
-                fault(cfg, self.log, "cuda_graph")
             self._sleep(f"graph_{kind}", total * share)
-            used = cfg.hw.gpu_memory_bytes / GiB * (0.012 if kind == "decode" else 0.004)
+            used = graph_memory_gb(cfg, kind)
             self.avail -= used
-            bs = "bs=[1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256], " if kind == "decode" else ""
+            bs = f"bs={DECODE_GRAPH_BS}, " if kind == "decode" else ""
             for r in self.ranks:
                 self.log.info(
                     f"Capture target {kind} CUDA graph end. {bs}elapsed={total * share:.2f} s, "
@@ -223,7 +240,7 @@ class Startup:
                 f"max_total_num_tokens={cfg.max_total_num_tokens}, chunked_prefill_size="
                 f"{cfg.chunked_prefill_size}, max_prefill_tokens={cfg.args.max_prefill_tokens}, "
                 f"max_running_requests={cfg.max_running_requests}, context_len={cfg.context_len}, "
-                f"available_gpu_mem={self.avail:.2f} GB",
+                f"{self.mem_name}={self.avail:.2f} GB",
                 rank=rank,
             )
 
@@ -260,6 +277,7 @@ class Startup:
                 where="sglang/srt/mem_cache/pool_host/base.py",
                 func="_allocate_host_buffer",
                 stmt="raise ValueError(",
+                rank=self.ranks[0],
             )
         pinned = 0
         for i, r in enumerate(self.ranks):

@@ -30,6 +30,8 @@ class State:
     rng: random.Random = field(default_factory=random.Random)
     http_requests: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
     http_responses: dict[tuple[str, str, str], int] = field(default_factory=lambda: defaultdict(int))
+    #: requests being served, by (path, method): sglang:http_requests_active
+    http_active: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
     storage_backend: str | None = None
 
     @property

@@ -13,6 +13,8 @@ from typing import Any
 from .engine import Request
 
 DONE = b"data: [DONE]\n\n"
+#: tokenize + hand-off to the scheduler before ``api_server_dispatch_finish_ts`` (0.5.23 on CPU: ~1 ms)
+DISPATCH_S = 0.0008
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
@@ -21,7 +23,24 @@ def dumps(obj: Any) -> str:
 
 
 def _details(req: Request) -> dict[str, int] | None:
+    # 0.5.23 always sends the key: null when nothing came from the cache
     return {"device": req.cached_device, "host": req.cached_host} if req.cached else None
+
+
+def _wall(req: Request, perf: float) -> float:
+    """A perf_counter() instant of this request as a time.time() timestamp."""
+    return req.arrival + (perf - req.arrival_perf)
+
+
+def stage_times(req: Request) -> dict[str, float]:
+    """The per-stage fields 0.5.23 puts in every chunk's meta_info with --enable-metrics."""
+    return {
+        "storage_prefetch_wait": 0.0,
+        "storage_staging_wait": 0.0,
+        "forward_entry_time": _wall(req, req.admitted_perf),
+        "prefill_finished_time": _wall(req, req.first_perf),
+        "queue_time": max(0.0, req.admitted_perf - req.arrival_perf),
+    }
 
 
 def native_object(req: Request, *, metrics: bool) -> dict[str, Any]:
@@ -33,45 +52,73 @@ def native_object(req: Request, *, metrics: bool) -> dict[str, Any]:
         "prompt_tokens": len(req.prompt_ids),
         "weight_version": "default",
         "num_retractions": 0,
-        "reasoning_tokens": 0,
-        "completion_tokens": n,
-        "cached_tokens": req.cached,
-        "weight_versions": [{"version": "default", "start": 0, "end": n}],
     }
-    if req.cached:
-        meta["cached_tokens_details"] = _details(req)
-    meta["dp_rank"] = None
-    meta["e2e_latency"] = max(0.0, req.last_perf - req.arrival_perf)
     if metrics:
-        first = req.first_perf - req.arrival_perf
+        meta.update(stage_times(req))
+    meta.update(
+        reasoning_tokens=0,
+        completion_tokens=n,
+        cached_tokens=req.cached,
+        weight_versions=[{"version": "default", "start": 0, "end": n}],
+        cached_tokens_details=_details(req),
+        dp_rank=None,
+        e2e_latency=max(0.0, req.last_perf - req.arrival_perf),
+    )
+    if metrics:
         meta.update(
             request_received_ts=req.arrival,
-            first_token_latency=first,
-            queue_time=max(0.0, req.admitted_perf - req.arrival_perf),
+            first_token_latency=req.first_perf - req.arrival_perf,
+            api_server_dispatch_finish_ts=req.arrival + DISPATCH_S,
             request_finished_ts=req.arrival + meta["e2e_latency"],
-            decode_throughput=(n - 1) / max(1e-9, req.last_perf - req.first_perf) if n > 1 else 0.0,
-            response_sent_to_client_ts=time.time(),
         )
+        if n:  # no decode, no throughput (max_new_tokens 0)
+            meta["decode_throughput"] = (
+                (n - 1) / max(1e-9, req.last_perf - req.first_perf) if n > 1 else 0.0
+            )
+        meta["response_sent_to_client_ts"] = time.time()
     return {"text": req.text, "output_ids": list(req.out_ids), "meta_info": meta}
 
 
 class NativeEmitter:
-    """Cumulative ``data: {...}`` chunks (or incremental with --incremental-streaming-output)."""
+    """Cumulative ``data: {...}`` chunks (or incremental with --incremental-streaming-output).
 
-    __slots__ = ("interval", "incremental", "metrics", "_meta", "_ids", "_sent_text", "_sent_ids")
+    ``index`` is the prompt's position in a batch request (``"text": [...]``): 0.5.23 adds it to
+    every chunk and sends ``data: [DONE]`` once for the whole batch (the handler does)."""
 
-    def __init__(self, req: Request, *, interval: int, incremental: bool, metrics: bool) -> None:
+    __slots__ = (
+        "interval",
+        "incremental",
+        "metrics",
+        "index",
+        "_meta",
+        "_tail",
+        "_ids",
+        "_sent_text",
+        "_sent_ids",
+    )
+
+    def __init__(
+        self, req: Request, *, interval: int, incremental: bool, metrics: bool, index: int | None = None
+    ) -> None:
         self.interval = max(1, interval)
         self.incremental = incremental
         self.metrics = metrics
-        self._meta = (
-            f',"meta_info":{{"id":"{req.rid}","finish_reason":null,"prompt_tokens":'
-            f'{len(req.prompt_ids)},"weight_version":"default","num_retractions":0,'
-            f'"reasoning_tokens":0,"completion_tokens":'
-        )
+        self.index = index
+        self._meta = ""  # built at the first chunk: the stage times are known only after prefill
+        self._tail = "}}\n\n" if index is None else f'}},"index":{index}}}\n\n'
         self._ids = ""
         self._sent_text = 0
         self._sent_ids = 0
+
+    def _meta_head(self, req: Request) -> str:
+        stages = ""
+        if self.metrics:
+            stages = "," + dumps(stage_times(req))[1:-1]
+        return (
+            f',"meta_info":{{"id":"{req.rid}","finish_reason":null,"prompt_tokens":'
+            f'{len(req.prompt_ids)},"weight_version":"default","num_retractions":0{stages},'
+            f'"reasoning_tokens":0,"completion_tokens":'
+        )
 
     def __call__(self, req: Request, done: bool) -> None:
         n = len(req.out_ids)
@@ -79,7 +126,11 @@ class NativeEmitter:
             obj = native_object(req, metrics=self.metrics)
             if self.incremental:
                 obj["text"], obj["output_ids"] = req.text[self._sent_text :], req.out_ids[self._sent_ids :]
-            req.sink.push(b"data: " + dumps(obj).encode() + b"\n\n" + DONE)
+            if self.index is None:
+                req.sink.push(b"data: " + dumps(obj).encode() + b"\n\n" + DONE)
+            else:
+                obj["index"] = self.index
+                req.sink.push(b"data: " + dumps(obj).encode() + b"\n\n")
             return
         if n % self.interval:
             return
@@ -90,13 +141,16 @@ class NativeEmitter:
             self._ids = f"{self._ids},{req.out_ids[-1]}" if self._ids else str(req.out_ids[-1])
             text, ids = req.text, self._ids
         details = (
-            f',"cached_tokens_details":{{"device":{req.cached_device},"host":{req.cached_host}}}'
-            if req.cached
-            else ""
+            f'{{"device":{req.cached_device},"host":{req.cached_host}}}' if req.cached else "null"
         )
+        sent = ""
+        if not self._meta:
+            self._meta = self._meta_head(req)
+            if self.metrics:  # 0.5.23 stamps the first chunk only
+                sent = f',"response_sent_to_client_ts":{time.time()!r}'
         req.sink.push(
             f'data: {{"text":{dumps(text)},"output_ids":[{ids}]{self._meta}{n},"cached_tokens":'
-            f'{req.cached}{details},"dp_rank":null}}}}\n\n'.encode()
+            f'{req.cached},"cached_tokens_details":{details},"dp_rank":null{sent}{self._tail}'.encode()
         )
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from pytest_sglang.gates.registry import GateContext
+from pytest_sglang.gates.slo import run_marker as slo_marker
 from pytest_sglang.gates.throughput import evaluate_throughput
 from pytest_sglang.loadgen import LoadSpec, run_load
 
@@ -82,3 +84,39 @@ def test_openai_apis_use_server_counts(sim_url: str, api: str) -> None:
     assert result.completed == 4, result.failure_examples()
     assert result.total_output_tokens == 4 * 32
     assert result.median_ttft_ms > 0 and result.median_itl_ms > 0
+
+
+def test_slo_search_finds_the_running_request_cap(sim_factory: Any) -> None:
+    # Speed model: at most 4 running requests. Up to concurrency 4 the TTFT is a prefill step; above
+    # it a request queues behind a whole running request (24 tokens x 10 ms = 240 ms). A 120 ms p99
+    # TTFT ceiling therefore holds up to exactly 4 concurrent requests and breaks beyond.
+    sim = sim_factory(*MODEL, "--max-running-requests", "4")
+    ctx = GateContext(server=None, load=lambda spec: run_load(sim.url, spec.replace(warmup=1)))
+    outcome = slo_marker(ctx, max_ttft_ms_p99=120, min_concurrency=2, input_len=32, output_len=24)
+    assert outcome.passed, outcome.message()
+    (check,) = outcome.checks
+    assert check.measured == 4
+    curve = outcome.context["curve"]
+    assert curve["4"]["slo_met"] and not curve["5"]["slo_met"] and not curve["8"]["slo_met"]
+    assert curve["8"]["p99_ttft_ms"] >= 200  # queued behind a whole request
+    failing = slo_marker(ctx, max_ttft_ms_p99=120, min_concurrency=8, input_len=32, output_len=24)
+    assert not failing.passed
+    assert failing.message().startswith(
+        "sglang slo gate failed: max_concurrency_meeting_slo 4 concurrent requests (required >= 8)"
+    )
+
+
+def test_two_processes_merge_on_one_clock(sim_url: str) -> None:
+    result = run_load(sim_url, LoadSpec(**{**SHAPE, "processes": 2}))
+    assert result.completed == 16 and result.errors == {}, result.failure_examples()
+    assert result.total_output_tokens == 16 * 32
+    assert len({r.index for r in result.records}) == 16
+    assert 0.9 * STEP_S * 1000 <= result.median_itl_ms <= 1.6 * STEP_S * 1000
+    assert 0.5 * model_output_tok_s(8) <= result.output_throughput <= 1.1 * model_output_tok_s(8)
+    # Both processes' records share one timeline: run-relative start and wall-clock start differ
+    # by the same offset in every record (within scheduling noise), and the first requests of both
+    # shards started together at the barrier.
+    offsets = [r.start_time - r.start for r in result.records]
+    assert max(offsets) - min(offsets) < 0.05
+    starts = sorted(r.start for r in result.records)
+    assert starts[1] < 0.5

@@ -14,7 +14,33 @@ from pathlib import Path
 import pytest
 from realsgl import RawServer, RealSetup, wait_no_sglang
 
-INNER = Path(__file__).parent / "inner"
+HERE = Path(__file__).parent
+INNER = HERE / "inner"
+RAW_SERVER = pytest.StashKey[RawServer]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run this tier's raw-server tests first and together, so that server lives only that long.
+
+    The whole suite runs in one session: without this, the session-scoped raw server (about 2 GB)
+    would stay up through the launch tests and every later tier.
+    """
+    slots = [i for i, item in enumerate(items) if HERE in item.path.parents]
+    mine = sorted((items[i] for i in slots), key=lambda item: "raw_server" not in _fixtures(item))
+    for slot, item in zip(slots, mine, strict=True):
+        items[slot] = item
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    # Stop the raw server after the last test that uses it (its fixture finalizer then only checks).
+    if "raw_server" in _fixtures(item) and (nextitem is None or "raw_server" not in _fixtures(nextitem)):
+        server = item.config.stash.get(RAW_SERVER, None)
+        if server is not None:
+            server.stop()
+
+
+def _fixtures(item: pytest.Item) -> list[str]:
+    return list(getattr(item, "fixturenames", ()))
 
 
 @pytest.fixture(scope="session")
@@ -33,12 +59,14 @@ def real_api_key() -> str:
 
 @pytest.fixture(scope="session")
 def raw_server(
-    real_setup: RealSetup, real_api_key: str, tmp_path_factory: pytest.TempPathFactory
+    real_setup: RealSetup, real_api_key: str, tmp_path_factory: pytest.TempPathFactory,
+    pytestconfig: pytest.Config,
 ) -> Iterator[RawServer]:
     """A real SGLang 0.5.23 server started without the plugin, with an API key, probes recorded."""
     since = time.time()
     log = tmp_path_factory.mktemp("raw-sglang") / "server.log"
     server = RawServer(real_setup, log, api_key=real_api_key)
+    pytestconfig.stash[RAW_SERVER] = server
     server.start()
     try:
         server.wait_healthy()

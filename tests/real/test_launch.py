@@ -34,3 +34,14 @@ def test_plugin_launches_real_sglang(
     log = logs[0].read_text(errors="replace")
     assert "The server is fired up and ready to roll!" in log
     assert "Uvicorn running on" in log
+
+
+def test_xdist_run_launches_one_real_server(
+    pytester: pytest.Pytester, inner_file: Callable[[str], Path], real_setup: RealSetup,
+    leftover_check: None,
+) -> None:
+    inner_file("xdist")
+    log_dir = pytester.path / "logs"
+    result = pytester.runpytest_subprocess(*launch_options(real_setup, log_dir), "-n", "2", timeout=300)
+    result.assert_outcomes(passed=4)
+    assert len(list(log_dir.glob("sglang-*.log"))) == 1, list(log_dir.iterdir())  # the controller's only

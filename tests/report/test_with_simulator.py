@@ -50,7 +50,7 @@ def test_summary_json_and_html_from_a_simulator_run(real: pytest.Pytester, tmp_p
             "  capacity max_total_num_tokens * >= 1 tokens ok",
             "test_real_gates.py::test_throughput * PASSED",
             "  throughput output_throughput * tok/s * >= 1 tok/s ok",
-            "PASSED: * checks ok in 3 tests (3 passed, 0 failed, 0 errors, 0 skipped)",
+            "PASSED: 4/4 checks ok in 2 tests (2 passed, 0 failed, 0 errors, 0 skipped)",
         ]
     )
     report = json.loads(report_path.read_text())
@@ -72,7 +72,30 @@ def test_summary_under_xdist_has_the_workers_records(real: pytest.Pytester) -> N
             "  capacity max_total_num_tokens * >= 1 tokens ok",
             "test_real_gates.py::test_throughput * PASSED",
             "  throughput output_throughput * tok/s * >= 1 tok/s ok",
+            "  throughput error_rate * 0 * <= 0 ok",
+            "PASSED: 4/4 checks ok in 2 tests (2 passed, 0 failed, 0 errors, 0 skipped)",
         ]
+    )
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_server_that_cannot_start_is_one_row_and_every_test_an_error(
+    real: pytest.Pytester, xdist: list[str]
+) -> None:
+    # 0.01 GB of simulated GPU memory: the weights leave no room for the KV cache, SGLang exits.
+    result = _run(real, f"--sglang-launch={SIM} --sim-gpu-memory-gb 0.01", *xdist)
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*= sglang gates =*",
+            "server   did not start: the diagnosis is in the first error of this run",
+            "  check * measured * required verdict",
+            "sglang server start * ERROR",
+            "  startup ready * False * == True FAILED",
+            "FAILED: the server did not start; 0/1 checks ok in 2 tests (0 passed, 0 failed,",
+            "  2 errors, 0 skipped)",
+        ],
+        consecutive=True,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -230,3 +231,28 @@ def test_heartbeat_repeats_the_state_while_a_phase_lasts(tmp_path: Path) -> None
         time.sleep(0.02)
     follower.stop()
     assert seen[:3] == ["loading weights"] * 3
+
+
+def test_docker_image_pull_is_its_own_phase_before_the_weights() -> None:
+    report = _feed([
+        "# pytest-sglang 2026-01-01 10:00:00: pulling image lmsysorg/sglang:v0.5.23 (--sglang-pull missing)",
+        "# pytest-sglang 2026-01-01 10:00:01: pull lmsysorg/sglang:v0.5.23: 3f1e: Download complete",
+        "# pytest-sglang 2026-01-01 10:03:00: docker run lmsysorg/sglang:v0.5.23 python3 -m sglang.launch_server",
+        *TP8_LINES[:1],
+    ]).report
+    assert [(p.name, p.start_s, p.end_s) for p in report.phases] == [
+        ("launching", 0.0, 0.0), ("pulling image", 0.0, 3.0), ("loading weights", 3.0, None)]
+
+
+@pytest.mark.parametrize("line", [
+    "# pytest-sglang 2026-01-01 10:00:00: python -m sglang.launch_server --model-path pulling",
+    "[2026-01-01 10:00:00] # pytest-sglang x: pulling image y",  # only our own lines, from their start
+])
+def test_other_lines_do_not_start_the_pull_phase(line: str) -> None:
+    assert _feed([line]).report.phase == "launching"
+
+
+def test_terminal_progress_notes_are_stamped_like_status_lines() -> None:
+    lines: list[str] = []
+    TerminalProgress(lines.append).note("pull img: 3f1e: Download complete")
+    assert re.fullmatch(r"\[sglang \d+\.\ds\] pull img: 3f1e: Download complete", lines[0]), lines

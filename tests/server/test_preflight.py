@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,76 @@ def test_host_too_small_for_any_pool_says_so() -> None:
         PreflightError, match="Fix: drop --enable-hierarchical-cache or run on a host with more"
     ):
         preflight.check(config, FakeRunner(5))
+
+
+SIM = ("--sim-profile", "tiny", "--sim-time-scale", "0.05")
+
+
+def test_ratio_sized_pools_of_the_simulator_are_checked_against_its_device_pool() -> None:
+    from pytest_sglang.server.runner import get_runner
+
+    config = LaunchConfig(runner="simulator", args=(*SIM, "--enable-hierarchical-cache", "--hicache-ratio", "100"))
+    with pytest.raises(PreflightError) as excinfo:
+        preflight.check(config, get_runner(config))
+    lines = str(excinfo.value).splitlines()
+    assert re.match(r"the ratio-sized host pool is [\d.]+ GB per rank: .* but only 18 GB are available "
+                    r"\(reserve 10 GB\)$", lines[0]), lines[0]
+    assert "per simulated host of profile tiny" in lines[1]
+    assert re.match(r"Fix: lower --hicache-ratio 100 to at most \d+\.\d+ or set --hicache-size to at most 18 "
+                    r"\(GB per TP rank\) in the launch args, ", lines[2]), lines[2]
+
+
+def test_the_ratio_the_fix_suggests_does_fit_and_the_refused_one_really_fails(tmp_path: Path) -> None:
+    """The preflight's verdict matches what the simulator does when launched anyway."""
+    from pytest_sglang.errors import ServerExited
+    from pytest_sglang.server import launch
+    from pytest_sglang.server.runner import get_runner
+
+    refused = LaunchConfig(runner="simulator", args=(*SIM, "--enable-hierarchical-cache", "--hicache-ratio",
+                                                      "100"), log_dir=tmp_path, startup_timeout_s=60)
+    with pytest.raises(PreflightError) as excinfo:
+        preflight.check(refused, get_runner(refused))
+    m = re.search(r"at most (\d+\.\d+) or", str(excinfo.value))
+    assert m is not None
+    fitting = LaunchConfig(runner="simulator", args=(*SIM, "--enable-hierarchical-cache", "--hicache-ratio",
+                                                      m[1]))
+    plan = preflight.check(fitting, get_runner(fitting))
+    assert plan is not None and plan.fits is True
+    with pytest.raises(ServerExited, match="Not enough host memory available"):
+        launch(dataclasses.replace(refused, preflight=False))
+
+
+def test_ratio_of_a_real_server_cannot_be_decided_and_says_so() -> None:
+    config = LaunchConfig(args=("--enable-hierarchical-cache", "--hicache-ratio", "100"))
+    plan = preflight.check(config, FakeRunner(100))
+    assert plan is not None and plan.fits is None
+    assert preflight.unchecked_note(plan) == (
+        "preflight: host pools not checked before the start (host pool size depends on the device pool "
+        "(--hicache-ratio); 90 GB are available (reserve 10 GB)); the server checks them itself after "
+        "loading weights")
+    assert preflight.unchecked_note(None) is None
+
+
+def test_container_memory_limit_refusal_suggests_raising_it() -> None:
+    from pytest_sglang.server.config import DockerOptions
+    from pytest_sglang.server.docker import DockerRunner
+
+    config = LaunchConfig(runner="docker", args=("--enable-hierarchical-cache", "--hicache-size", "40"),
+                          docker=DockerOptions(memory="32g"))
+    with pytest.raises(PreflightError) as excinfo:
+        preflight.check(config, DockerRunner())
+    text = str(excinfo.value)
+    assert "available per container memory limit --sglang-docker-memory 32g" in text
+    assert text.splitlines()[-1].startswith(
+        "Fix: lower --hicache-size to at most 24 (GB per TP rank) in the launch args, raise "
+        "--sglang-docker-memory (or leave it unset), lower --sglang-host-memory-reserve-gb")
+
+
+def test_unknown_simulator_profile_is_a_config_error() -> None:
+    from pytest_sglang.errors import ConfigError
+    from pytest_sglang.server.runner import get_runner
+
+    config = LaunchConfig(runner="simulator", args=("--sim-profile", "huge", "--enable-hicache"))
+    with pytest.raises(ConfigError, match=r"^--sim-profile='huge': not a simulator profile\. Fix: use one "
+                                          r"of tiny, "):
+        preflight.check(config, get_runner(config))

@@ -120,3 +120,21 @@ def test_gate_records_round_trip_and_message() -> None:
         outcome.raise_for_failures()
     assert compare("x", "m", None, ">=", 1).passed is False
     assert Check.from_dict(outcome.checks[1].to_dict()).passed is True
+
+
+def test_reserve_larger_than_host_is_said_plainly() -> None:
+    host = hostmem.HostMemory(available_bytes=8 * hostmem.GB, total_bytes=16 * hostmem.GB, source="test")
+    plan = hostmem.plan_hicache(enabled=True, hicache_size_gb=1, hicache_ratio=None, tp_size=1, pp_size=1,
+                                dp_size=1, nnodes=1, host=host, reserve_bytes=10 * hostmem.GB)
+    assert plan.fits is False
+    assert plan.explain() == ("--hicache-size 1 is GB per TP rank: 1 GB x 1 rank = 1 GB, but the reserve (10 GB) "
+                              "exceeds the 8 GB available, so nothing is left for host pools")
+
+
+def test_ratio_sized_pool_is_rounded() -> None:
+    host = hostmem.HostMemory(available_bytes=100 * hostmem.GB, total_bytes=None, source="test")
+    plan = hostmem.plan_hicache(enabled=True, hicache_size_gb=0, hicache_ratio=2.0, tp_size=1, pp_size=1,
+                                dp_size=1, nnodes=1, host=host, reserve_bytes=10 * hostmem.GB,
+                                device_pool_bytes_per_rank=25_178_950_000)
+    assert plan.explain() == ("the ratio-sized host pool is 50.4 GB per rank: 50.4 GB x 1 rank = 50.4 GB, "
+                              "and 90 GB are available (reserve 10 GB)")
