@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..gates.base import GateOutcome
-from ..report.baseline import Limits, compare_loads, load_report, parse_limits
+from ..report.baseline import Limits, compare_test, load_report, parse_limits
 from ..report.fingerprint import differences
 from ..report.text import clip, value
 
@@ -32,12 +32,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def compare_reports(old: dict[str, Any], new: dict[str, Any], limits: Limits) -> list[GateOutcome]:
-    baseline = {t["nodeid"]: t.get("loads", []) for t in old.get("tests", [])}
+    """Per test of NEW that OLD also ran: its load metrics and capacity/hicache figures."""
+    baseline = {t["nodeid"]: t for t in old.get("tests", [])}
     outcomes = []
     for test in new.get("tests", []):
-        loads = test.get("loads", [])
-        if loads and test["nodeid"] in baseline:
-            outcome = compare_loads(test["nodeid"], baseline[test["nodeid"]], loads, limits)
+        if test["nodeid"] in baseline:
+            outcome = compare_test(test["nodeid"], baseline[test["nodeid"]], test.get("loads", []),
+                                   test.get("gates", []), limits)
             if outcome is not None:
                 outcomes.append(outcome)
     return outcomes
@@ -79,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(textwrap.fill("limits: " + ", ".join(f"{m} {p:g}%" for m, p in limits.items()), 80,
                         subsequent_indent="        "))
     if not outcomes:
-        print("nothing to compare: no test has load results in both reports")
+        print("nothing to compare: no test has load results or capacity figures in both reports")
     _print_outcomes(outcomes)
     regressions = [c for o in outcomes for c in o.failed]
     print(f"{len(regressions)} regression(s) in {sum(len(o.checks) for o in outcomes)} comparisons")

@@ -1,5 +1,9 @@
-"""Baselines: compare this run's load metrics with a previous JSON report, per test.
+"""Baselines: compare this run's figures with a previous JSON report, per test.
 
+Two kinds of figures are compared, with the same limits (``--sglang-max-regression``):
+load metrics (bench_serving names, per load shape, median of repeats) and the numeric figures
+of the test's capacity/hicache gate records (e.g. ``max_total_num_tokens``: a smaller KV pool
+than the baseline's is a regression even when it still meets the marker's floor).
 A regression fails **the test that measured the metric** (the plugin calls
 :func:`baseline_outcome` in that test's call phase), with both values and the limit in the
 message. Loads with failed requests are never compared: their throughput is not a measurement.
@@ -22,9 +26,18 @@ from .records import shape_key
 
 OPTION = "--sglang-max-regression"
 DEFAULT_LIMIT_PCT = 5.0
-#: Metrics a bare "5%" applies to (SGLang bench_serving names).
-DEFAULT_METRICS = ("output_throughput", "request_throughput", "median_ttft_ms", "p99_ttft_ms",
-                   "median_itl_ms", "p99_itl_ms", "p99_e2e_latency_ms")
+#: Load metrics a bare "5%" applies to (SGLang bench_serving names).
+LOAD_METRICS = ("output_throughput", "request_throughput", "median_ttft_ms", "p99_ttft_ms",
+                "median_itl_ms", "p99_itl_ms", "p99_e2e_latency_ms")
+#: Gate-record figures a bare "5%" applies to (metric names of the capacity and hicache gates):
+#: deterministic for one setup, so any drop beyond the limit is a change of the setup.
+CAPACITY_METRICS = ("max_total_num_tokens", "max_running_requests", "concurrent_requests",
+                    "host_pool_tokens", "host_pool_gb_per_rank")
+DEFAULT_METRICS = LOAD_METRICS + CAPACITY_METRICS
+#: Gates whose records are not compared as gate figures: throughput/SLO figures are load metrics
+#: (compared per load shape, which a gate record does not carry), the comparison itself, and the
+#: start time (noise).
+_NOT_COMPARED = ("throughput", "slo", "baseline", "startup")
 _LIMIT = re.compile(r"^\s*(?:(?P<metric>[A-Za-z_][A-Za-z0-9_.]*)\s*:)?\s*(?P<pct>\d+(?:\.\d+)?)\s*%?\s*$")
 
 
@@ -92,53 +105,97 @@ def load_report(path: str | Path, option: str = "--sglang-baseline") -> dict[str
     return data
 
 
-def baseline_loads(report: Mapping[str, Any], nodeid: str) -> list[dict[str, Any]]:
+def baseline_test(report: Mapping[str, Any], nodeid: str) -> Mapping[str, Any]:
+    """The baseline's record of one test (``{}`` when the baseline did not run it)."""
     for test in report.get("tests", []):
         if test.get("nodeid") == nodeid:
-            return list(test.get("loads", []))
-    return []
+            return dict(test)
+    return {}
 
 
-def compare_loads(nodeid: str, old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]],
-                  limits: Limits, *, baseline_name: str = "baseline") -> GateOutcome | None:
-    """One ``baseline`` outcome for a test, or None when there is nothing to compare."""
-    old_groups, new_groups = _groups(old), _groups(new)
-    common = [k for k in new_groups if k in old_groups]
+def baseline_loads(report: Mapping[str, Any], nodeid: str) -> list[dict[str, Any]]:
+    return list(baseline_test(report, nodeid).get("loads", []))
+
+
+def compare_test(nodeid: str, old_test: Mapping[str, Any], loads: Sequence[Mapping[str, Any]],
+                 gates: Sequence[GateOutcome | Mapping[str, Any]], limits: Limits, *,
+                 baseline_name: str = "baseline") -> GateOutcome | None:
+    """One ``baseline`` outcome for a test (its loads and gate figures), or None: nothing compared."""
     outcome = GateOutcome("baseline", context={"baseline": baseline_name, "test": nodeid})
-    for key in common:
-        if _failed(new_groups[key]) or _failed(old_groups[key]):
-            outcome.notes.append(f"load {key}: not compared, requests failed in one of the runs")
-            continue
-        for metric, limit in limits.items():
-            check = _compare_metric(metric, limit, old_groups[key], new_groups[key], key)
-            if check is not None:
-                outcome.add(check)
-                if not check.passed:
-                    outcome.notes.append(f"{metric}: {check.detail}")
+    _compare_loads(outcome, old_test.get("loads", []), loads, limits)
+    old_figures, new_figures = gate_figures(old_test.get("gates", []), limits), gate_figures(gates, limits)
+    for (gate, metric), (after, unit) in new_figures.items():
+        if (gate, metric) in old_figures:
+            _add(outcome, _check(metric, limits.per_metric[metric], old_figures[gate, metric][0], after,
+                                 unit, f"{gate} gate record", _CAPACITY_REMEDY))
     if not outcome.checks and not outcome.notes:
         return None
     if outcome.checks:
-        outcome.notes.append(f"limits: {', '.join(f'{m} {fmt(p)}%' for m, p in limits.items())} "
+        compared = dict.fromkeys(c.metric for c in outcome.checks)
+        outcome.notes.append(f"limits: {', '.join(f'{m} {fmt(limits.per_metric[m])}%' for m in compared)} "
                              f"(--sglang-max-regression) against {baseline_name}")
     return outcome
 
 
-def _compare_metric(metric: str, limit: float, old: list[Mapping[str, Any]], new: list[Mapping[str, Any]],
-                    key: str) -> Check | None:
-    before, after = _median(old, metric), _median(new, metric)
-    if before is None or after is None:
-        return None
+def compare_loads(nodeid: str, old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]],
+                  limits: Limits, *, baseline_name: str = "baseline") -> GateOutcome | None:
+    """:func:`compare_test` for load results only."""
+    return compare_test(nodeid, {"loads": list(old)}, new, (), limits, baseline_name=baseline_name)
+
+
+def gate_figures(gates: Sequence[GateOutcome | Mapping[str, Any]], limits: Limits
+                 ) -> dict[tuple[str, str], tuple[float, str]]:
+    """``(gate, metric) -> (measured, unit)`` for the numeric gate figures that have a limit."""
+    figures: dict[tuple[str, str], tuple[float, str]] = {}
+    for gate in gates:
+        data = gate.to_dict() if isinstance(gate, GateOutcome) else gate
+        if data.get("gate") in _NOT_COMPARED:
+            continue
+        for check in data.get("checks", []):
+            measured = check.get("measured")
+            if _num(measured) is not None and check.get("metric") in limits.per_metric:
+                # Kept as int when whole: "3,000 tokens" reads better than "3,000.0 tokens".
+                figures[str(data["gate"]), str(check["metric"])] = (measured, str(check.get("unit", "")))
+    return figures
+
+
+_LOAD_REMEDY = ("find what slowed down (compare the launch args and fingerprint), or "
+                "raise --sglang-max-regression if the change is accepted")
+_CAPACITY_REMEDY = ("find what shrank it (compare the launch args and fingerprint: --mem-fraction-static, "
+                    "--max-total-tokens, --max-running-requests, GPU), or raise --sglang-max-regression "
+                    "if the change is accepted")
+
+
+def _compare_loads(outcome: GateOutcome, old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]],
+                   limits: Limits) -> None:
+    old_groups, new_groups = _groups(old), _groups(new)
+    for key in [k for k in new_groups if k in old_groups]:
+        if _failed(new_groups[key]) or _failed(old_groups[key]):
+            outcome.notes.append(f"load {key}: not compared, requests failed in one of the runs")
+            continue
+        for metric, limit in limits.items():
+            before, after = _median(old_groups[key], metric), _median(new_groups[key], metric)
+            if before is not None and after is not None:
+                _add(outcome, _check(metric, limit, before, after, _unit(metric), f"load {key}", _LOAD_REMEDY))
+
+
+def _add(outcome: GateOutcome, check: Check) -> None:
+    outcome.add(check)
+    if not check.passed:
+        outcome.notes.append(f"{check.metric}: {check.detail}")
+
+
+def _check(metric: str, limit: float, before: float, after: float, unit: str, what: str, remedy: str) -> Check:
     worst = bound(metric, before, limit)
     op = ">=" if higher_is_better(metric) else "<="
     pct = regression_pct(metric, before, after)
     change = f"{-pct:+.1f}%" if higher_is_better(metric) else f"{pct:+.1f}%"
-    check = compare("baseline", metric, round(after, 4), op, round(worst, 4), unit=_unit(metric),
-                    source="load run vs baseline report",
-                    detail=f"baseline {fmt(before)}, this run {fmt(after)} ({change}), "
-                           f"allowed regression {fmt(limit)}%; load {key}",
-                    remedy="find what slowed down (compare the launch args and fingerprint), or "
-                           "raise --sglang-max-regression if the change is accepted")
-    return check
+    source = "load run" if what.startswith("load ") else what
+    return compare("baseline", metric, round(after, 4), op, round(worst, 4), unit=unit,
+                   source=f"{source} vs baseline report",
+                   detail=f"baseline {fmt(before)}, this run {fmt(after)} ({change}), "
+                          f"allowed regression {fmt(limit)}%; {what}",
+                   remedy=remedy)
 
 
 def _groups(loads: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
@@ -184,9 +241,15 @@ class BaselineContext:
     def fingerprint_diff(self, fingerprint: Mapping[str, Any]) -> list[str]:
         return differences(self.report.get("fingerprint", {}), fingerprint)
 
-    def outcome(self, nodeid: str, loads: Sequence[Mapping[str, Any]]) -> GateOutcome | None:
-        return compare_loads(nodeid, baseline_loads(self.report, nodeid), loads, self.limits,
-                             baseline_name=self.path)
+    def outcome(self, nodeid: str, loads: Sequence[Mapping[str, Any]],
+                gates: Sequence[GateOutcome | Mapping[str, Any]] = ()) -> GateOutcome | None:
+        return compare_test(nodeid, baseline_test(self.report, nodeid), loads, gates, self.limits,
+                            baseline_name=self.path)
+
+    def measures(self, loads: Sequence[Mapping[str, Any]], gates: Sequence[GateOutcome | Mapping[str, Any]]
+                 ) -> bool:
+        """Whether a test produced figures this baseline compares (strict mode fails only those)."""
+        return bool(loads) or bool(gate_figures(gates, self.limits))
 
     def fingerprint_outcome(self, nodeid: str, fingerprint: Mapping[str, Any]) -> GateOutcome | None:
         """With --sglang-baseline-strict, a differing fingerprint fails the comparing test."""

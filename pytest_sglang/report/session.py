@@ -75,13 +75,15 @@ class ReportSession:
         """The regression (and, strict, fingerprint) outcome for one test, or None."""
         if self.baseline is None:
             return None
-        result = self.baseline.outcome(nodeid, loads) if loads else None
+        if not self.baseline.measures(loads, outcomes):
+            return None
+        result = self.baseline.outcome(nodeid, loads, outcomes)
         strict = self.baseline.fingerprint_outcome(nodeid, fingerprint(self.identity))
         if strict is not None and result is not None:
             result.checks[:0] = strict.checks
             result.notes[:0] = strict.notes
             return result
-        return strict if strict is not None and loads else result
+        return strict if strict is not None else result
 
     # -- pytest hooks ---------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -72,8 +72,19 @@ def _table(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+#: Shorter units for the 80-column table ("32 c… requests" was unreadable), used only when needed.
+SHORT_UNITS = {"concurrent requests": "concurrent", "requests": "req", "tokens": "tok"}
+
+
 def _row(gate: str, check: Mapping[str, Any]) -> str:
     name = text.clip(f"{gate} {check['metric']}", _NAME)
-    measured = text.clip(text.value(check.get("measured"), check.get("unit", "")), _MEASURED)
-    required = text.clip(text.required(check), _REQUIRED)
+    measured = _fit(text.value(check.get("measured"), check.get("unit", "")), check, _MEASURED)
+    required = _fit(text.required(check), check, _REQUIRED)
     return f"  {name:<{_NAME}} {measured:>{_MEASURED}} {required:>{_REQUIRED}} {text.verdict(check)}"
+
+
+def _fit(cell: str, check: Mapping[str, Any], width: int) -> str:
+    unit = str(check.get("unit", ""))
+    if len(cell) > width and unit in SHORT_UNITS and cell.endswith(" " + unit):
+        cell = cell[: -len(unit)] + SHORT_UNITS[unit]
+    return text.clip(cell, width)

@@ -205,13 +205,12 @@ class Startup:
             ("prefill", 0.3, "breakable", "num_tokens=[4, 8, 16, 32, 64, 128]"),
             ("decode", 0.7, "full", "num_tokens_per_req=1"),
         ):
-            if kind == "prefill":
-                fault(cfg, self.log, "cuda_graph")
             reason = cfg.graph_disabled(kind)
             if reason is not None:
                 if kind == "prefill":  # 0.5.23 says so for prefill only; decode is skipped silently
                     for r in self.ranks:
                         self.log.info(f"Disable prefill CUDA graph because {reason}.", rank=r)
+                    fault(cfg, self.log, "cuda_graph")
                 self.times[f"graph_{kind}"] = 0.0
                 continue
             for r in self.ranks:
@@ -220,6 +219,8 @@ class Startup:
                     f"avail mem={self.avail:.2f} GB",
                     rank=r,
                 )
+            if kind == "prefill":
+                fault(cfg, self.log, "cuda_graph")
             self._sleep(f"graph_{kind}", total * share)
             used = graph_memory_gb(cfg, kind)
             self.avail -= used

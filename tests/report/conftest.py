@@ -16,7 +16,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for option in settings.OPTIONS:
         monkeypatch.delenv(option.env, raising=False)
-    for name in ("SGLANG_API_KEY", "GITHUB_STEP_SUMMARY", "SYNTH_TPUT", "SYNTH_GPU"):
+    for name in ("SGLANG_API_KEY", "GITHUB_STEP_SUMMARY", "SYNTH_TPUT", "SYNTH_GPU", "SYNTH_TOKENS"):
         monkeypatch.delenv(name, raising=False)
 
 

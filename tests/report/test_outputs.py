@@ -11,7 +11,8 @@ import pytest
 import sample
 
 from pytest_sglang.__main__ import main as dispatch
-from pytest_sglang.report import html, json_report, markdown, terminal
+from pytest_sglang.gates.base import GateOutcome, compare
+from pytest_sglang.report import html, json_report, markdown, records, terminal
 
 
 @pytest.fixture
@@ -58,6 +59,15 @@ def test_terminal_fits_80_columns_and_names_everything(report: dict[str, object]
         assert needle in text
 
 
+def test_terminal_shortens_long_units_only_when_the_column_is_too_narrow() -> None:
+    slo = GateOutcome("slo", [compare("slo", "max_concurrency_meeting_slo", 32, ">=", 1,
+                                      unit="concurrent requests", source="load run")])
+    cap = GateOutcome("capacity", [compare("capacity", "max_total_num_tokens", 61472, ">=", 1, unit="tokens")])
+    lines = terminal.render(json_report.build_report([records.TestRecord("t::slo", gates=[slo, cap])], None))
+    assert "  slo max_concurrency_meeting_slo       32 concurrent   >= 1 concurrent ok" in lines
+    assert "  capacity max_total_num_tokens         61,472 tokens       >= 1 tokens ok" in lines
+
+
 def test_markdown_has_tables(report: dict[str, object], tmp_path: Path) -> None:
     md = markdown.render(report)
     assert md.startswith("## pytest-sglang gates\n\n**FAILED: 5/6 checks ok in 4 tests")
@@ -83,6 +93,7 @@ def test_html_is_self_contained(report: dict[str, object], tmp_path: Path) -> No
         "seconds since launch",
         "test_slo_curve (concurrency 32)",
         "16.8 s",
+        "8,192 tok (required 12,000)",
         "measured (failed)",
     ):
         assert label in page
@@ -123,6 +134,22 @@ def test_compare_cli_ok_regression_and_bad_input(tmp_path: Path, capsys: pytest.
     )
     assert dispatch(["compare", str(old), str(same), "--max-regression", "lots"]) == 2
     assert "error: --max-regression='lots': cannot read 'lots'" in capsys.readouterr().err
+
+
+def test_compare_cli_compares_capacity_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = _write(tmp_path, "old.json", 900.0)
+    tests = sample.tests()
+    tests[0].gates = [sample.capacity_outcome(tokens=3000)]
+    small = tmp_path / "small.json"
+    json_report.write_json(json_report.build_report(tests, sample.identity()), small)
+    assert dispatch(["compare", str(old), str(small), "--max-regression", "max_total_num_tokens:10%"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(
+        r"tests/test_gate.py::test_capacity\n  max_total_num_tokens +4,096 -> 3,000 \(-26\.8%\) +>= 3,686\.4 "
+        r"REGRESSED\n",
+        out,
+    ), out
+    assert "1 regression(s) in 1 comparisons" in out
 
 
 def test_compare_cli_fingerprint_warns_or_fails_strict(

@@ -143,6 +143,37 @@ def test_slower_run_fails_exactly_the_throughput_test(
     )
 
 
+def test_smaller_kv_pool_fails_exactly_the_capacity_test(
+    synthetic: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = _baseline(synthetic, tmp_path, monkeypatch, "1000")
+    monkeypatch.setenv("SYNTH_TOKENS", "3000")  # still above the marker's floor of 2,000
+    result = _run(synthetic, f"--sglang-baseline={base}")  # default limits: 5% also on capacity figures
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED test_synthetic_gates.py::test_capacity - *",
+            "FAILED test_synthetic_gates.py::test_hicache_fails - *",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "E * AssertionError: sglang baseline gate failed: max_total_num_tokens 3,000 tok "
+            "(required >= 3,891.2)",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "test_synthetic_gates.py::test_capacity * FAILED",
+            "  capacity max_total_num_tokens * 3,000 tok * >= 2,000 tok ok",
+            "  capacity max_running_requests * 48 req * >= 16 req ok",
+            "  baseline max_total_num_tokens * 3,000 tok * >= 3,891.2 tok FAILED",
+            "  baseline max_running_requests * 48 req * >= 45.6 req ok",
+        ],
+        consecutive=True,
+    )
+
+
 def test_faster_run_passes_against_baseline(
     synthetic: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -175,13 +206,15 @@ def test_different_fingerprint_fails_with_strict(
     base = _baseline(synthetic, tmp_path, monkeypatch, "1000")
     monkeypatch.setenv("SYNTH_GPU", "A100")
     result = _run(synthetic, f"--sglang-baseline={base}", "--sglang-baseline-strict")
-    result.assert_outcomes(passed=1, failed=2)
+    result.assert_outcomes(passed=0, failed=3)  # capacity figures are compared too (default limits)
     result.stdout.fnmatch_lines(
         [
             "E * AssertionError: sglang baseline gate failed: fingerprint differs (required == equal)",
         ]
     )
-    result.stdout.fnmatch_lines(["FAILED test_synthetic_gates.py::test_throughput - *"])
+    result.stdout.fnmatch_lines(
+        ["FAILED test_synthetic_gates.py::test_capacity - *", "FAILED test_synthetic_gates.py::test_throughput - *"]
+    )
     result.stdout.fnmatch_lines(
         ["*fingerprint differs from *baseline.json:", "*gpu_model: 'H100' (baseline) != 'A100' (this run)"]
     )

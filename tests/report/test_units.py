@@ -253,6 +253,39 @@ def test_compare_loads_matches_by_shape_only() -> None:
     assert baseline.compare_loads("t", [sample.load(4, 1000.0)], [sample.load(8, 10.0)], limits) is None
 
 
+def test_compare_test_checks_capacity_figures_with_the_same_limits() -> None:
+    old = {"gates": [sample.capacity_outcome(tokens=4096).to_dict(), sample.hicache_outcome().to_dict()]}
+    new = [sample.capacity_outcome(tokens=3500), sample.hicache_outcome()]
+    outcome = baseline.compare_test("t::cap", old, [], new, baseline.parse_limits("5%"), baseline_name="b.json")
+    assert outcome is not None
+    # Numeric figures with a limit only: hicache's enable_hierarchical_cache (a bool) is not compared.
+    assert [(c.metric, c.measured, c.op, c.required, c.unit, c.passed) for c in outcome.checks] == [
+        ("max_total_num_tokens", 3500.0, ">=", pytest.approx(3891.2), "tok", False),
+        ("max_running_requests", 48.0, ">=", pytest.approx(45.6), "req", True),
+        ("host_pool_tokens", 8192.0, ">=", pytest.approx(7782.4), "tok", True),
+    ]
+    assert outcome.checks[0].source == "capacity gate record vs baseline report"
+    assert outcome.notes == [
+        "max_total_num_tokens: baseline 4,096, this run 3,500 (-14.6%), allowed regression 5%; "
+        "capacity gate record",
+        "limits: max_total_num_tokens 5%, max_running_requests 5%, host_pool_tokens 5% "
+        "(--sglang-max-regression) against b.json",
+    ]
+    assert "--mem-fraction-static" in outcome.message()
+    # Only metrics named in the limits are compared; baseline records are never compared again.
+    only_tput = baseline.parse_limits("output_throughput:5%")
+    assert baseline.compare_test("t::cap", old, [], new, only_tput) is None
+    again = [*new, outcome]
+    assert len(baseline.compare_test("t", old, [], again, baseline.parse_limits("5%")).checks) == 3  # type: ignore[union-attr]
+
+
+def test_a_larger_pool_is_no_regression() -> None:
+    old = {"gates": [sample.capacity_outcome(tokens=4096).to_dict()]}
+    bigger = baseline.compare_test("t", old, [], [sample.capacity_outcome(tokens=8192)],
+                                   baseline.parse_limits("max_total_num_tokens:0%"))
+    assert bigger is not None and bigger.passed and len(bigger.checks) == 1
+
+
 def test_strict_fingerprint_outcome_fails_with_what_differs() -> None:
     ctx = baseline.BaselineContext(
         "base.json",

@@ -1,7 +1,8 @@
 """Inner conftest for the report pytester tests: a fake server handle and the baseline call.
 
 The fake handle has the shape of ``SGLangServer`` (``info()``, ``mode``, ``config``, ``startup``);
-``SYNTH_GPU`` changes its GPU model so that fingerprints differ. The hook wrapper does what the
+``SYNTH_GPU`` changes its GPU model so that fingerprints differ (``SYNTH_TOKENS``, read by
+the inner tests, its KV pool). The hook wrapper does what the
 plugin does in a test's call phase: ask the report session for the baseline outcome and fail.
 """
 
@@ -13,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from pytest_sglang.gates.base import GateOutcome
 from pytest_sglang.report.session import baseline_outcome, get_session
 
 
@@ -58,7 +60,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
     result = yield
     loads = [json.loads(str(v)) for k, v in item.user_properties if k == "sglang_load"]
-    outcome = baseline_outcome(item.config, item.nodeid, loads)
+    gates = [GateOutcome.from_dict(json.loads(str(v))) for k, v in item.user_properties if k == "sglang_outcome"]
+    outcome = baseline_outcome(item.config, item.nodeid, loads, gates)
     if outcome is not None:
         item.user_properties.append(("sglang_outcome", json.dumps(outcome.to_dict())))
         outcome.raise_for_failures()

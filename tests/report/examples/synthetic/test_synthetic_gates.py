@@ -19,7 +19,9 @@ def _record(record_property, outcome: GateOutcome, loads=()) -> None:  # type: i
 
 
 def test_capacity(record_property):  # type: ignore[no-untyped-def]
-    _record(record_property, sample.capacity_outcome())
+    outcome = sample.capacity_outcome(tokens=int(os.environ.get("SYNTH_TOKENS", "4096")))
+    _record(record_property, outcome)
+    outcome.raise_for_failures()
 
 
 def test_throughput(record_property):  # type: ignore[no-untyped-def]
