@@ -173,7 +173,17 @@ def pytest_runtest_makereport(item: pytest.Item,
     report = yield
     if call.excinfo is not None and isinstance(call.excinfo.value, ServerStartFailed):
         call.excinfo.value.shown = True  # later tests get the one-line reference
+        _shorten_summary_line(report)
     return report
+
+
+def _shorten_summary_line(report: object) -> None:
+    """Keep the start-up diagnosis shown once: with CI=true pytest's short summary prints the whole
+    crash message (not truncated), which would repeat the diagnosis; keep only its headline there."""
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    message = getattr(crash, "message", None)
+    if isinstance(message, str) and "\n" in message:
+        crash.message = message.split("\n", 1)[0]  # type: ignore[union-attr]
 
 
 @pytest.hookimpl(wrapper=True)

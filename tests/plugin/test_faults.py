@@ -3,6 +3,8 @@ server, the full diagnosis once (headline, evidence, Fix line), then a one-line 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from plugin_helpers import SIM_LAUNCH
 
@@ -60,3 +62,16 @@ def test_failing_requests_fail_the_throughput_gate(pytester: pytest.Pytester) ->
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["sglang throughput gate failed: *error_rate 1 (required <= 0)",
                                  "  integrity: 0/6 completed; failed by kind: *http_500*"])
+
+
+@pytest.mark.parametrize("ci", ["", "true"])
+def test_diagnosis_is_shown_once_also_in_ci(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                            ci: str) -> None:
+    # With CI set, pytest does not truncate its short summary: it must not repeat the whole diagnosis.
+    monkeypatch.setenv("CI", ci)
+    pytester.copy_example("test_needs_server_twice.py")
+    result = pytester.runpytest_subprocess(
+        "-rE", "--sglang-simulate", f"--sglang-launch={SIM_LAUNCH} --sim-fault crash-at:weights")
+    result.assert_outcomes(passed=1, errors=2)
+    assert len(re.findall(r"^Last \d+ lines of ", result.stdout.str(), re.M)) == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["ERROR *test_first* - ServerStartFailed: ServerExite*"])
