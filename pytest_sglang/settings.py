@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -185,7 +185,6 @@ OPTIONS: tuple[Option, ...] = (
     Option("sglang_html", "write a self-contained HTML report to PATH", metavar="PATH"),
 )
 
-OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
 
 
 @dataclass(frozen=True)
@@ -255,20 +254,28 @@ class Settings:
 def _convert(option: Option, raw: Any, source: str) -> Any:
     """Parse one raw value; errors name the option as the user wrote it in that source."""
     where = {"cli": option.cli, "ini": f"ini option {option.name}"}.get(source, source)
-    try:
-        if option.kind == "list":
+    if option.kind == "list":
+        try:
             items = raw if isinstance(raw, (list, tuple)) else shlex.split(str(raw))
-            out = []
-            for item in items:
-                raw = item  # name the bad item, not the whole list
-                out.append(option.parse(str(item)))
-            return tuple(out)
-        if option.kind in ("flag", "negatable") and isinstance(raw, bool):
-            return raw
-        value = option.parse(str(raw))
-        return tuple(value) if isinstance(value, list) else value
+        except ValueError as exc:
+            raise _bad_value(option, where, raw, exc) from None
+        # each item is parsed on its own so that an error names the bad item, not the whole list
+        return tuple(_parse_one(option, where, str(item)) for item in items)
+    if option.kind in ("flag", "negatable") and isinstance(raw, bool):
+        return raw
+    value = _parse_one(option, where, raw)
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _parse_one(option: Option, where: str, raw: Any) -> Any:
+    try:
+        return option.parse(str(raw))
     except ValueError as exc:
-        raise ConfigError(where, raw, str(exc), f"give {option.cli} a valid value ({option.help})") from None
+        raise _bad_value(option, where, raw, exc) from None
+
+
+def _bad_value(option: Option, where: str, raw: Any, exc: ValueError) -> ConfigError:
+    return ConfigError(where, raw, str(exc), f"give {option.cli} a valid value ({option.help})")
 
 
 def resolve(
@@ -296,6 +303,3 @@ def resolve(
             values[option.name], sources[option.name] = _convert(option, raw_ini, "ini"), "ini"
     return Settings(**values, sources=sources)
 
-
-def option_names() -> Sequence[str]:
-    return [o.name for o in OPTIONS]

@@ -97,12 +97,6 @@ def _passthrough_fields() -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def known_dests() -> frozenset[str]:
-    parser = argparse.ArgumentParser(add_help=False)
-    add_sglang_arguments(parser, passthrough=False)
-    return frozenset(a.dest for a in parser._actions)  # noqa: SLF001 - argparse exposes no public list
-
-
 def add_sglang_arguments(parser: argparse.ArgumentParser, *, passthrough: bool = True) -> None:
     """Add SGLang's launch flags to ``parser`` (modelled ones typed, the rest as pass-through)."""
     group = parser.add_argument_group("SGLang launch arguments (0.5.23 names)")
@@ -173,10 +167,6 @@ class LaunchArgs:
     passthrough: dict[str, Any] = field(default_factory=dict)
     #: Tokens that are not 0.5.23 flags at all (kept in order).
     unknown: tuple[str, ...] = ()
-
-    @property
-    def ranks_per_replica(self) -> int:
-        return self.tp_size * self.pp_size
 
     def given_flags(self) -> list[str]:
         """The SGLang flag names of pass-through and unknown options, for warnings."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .base import GateOutcome
@@ -75,4 +75,3 @@ class GateContext:
     load: Callable[..., Any]
     factory: Any = None
     nodeid: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import math
-import signal
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from .docker_engine import base_url, engine_address, unix_socket_down
 from .docker_options import format_size
-from .runner import ExitStatus
+from .runner import ExitStatus, signal_name
 
 if TYPE_CHECKING:
     from docker import DockerClient
@@ -47,7 +46,7 @@ class ContainerExit(ExitStatus):
             return (f"the Docker engine at {engine_address()} stopped answering ({self.detail}); "
                     "the container's state is unknown")
         if self.code is not None and self.code > 128:
-            return f"exited with code {self.code} (killed by {_signal_name(self.code - 128)})"
+            return f"exited with code {self.code} (killed by {signal_name(self.code - 128)})"
         return f"exited with code {self.code}"
 
     def killed_by(self) -> int | None:
@@ -66,13 +65,6 @@ class ContainerExit(ExitStatus):
         if self.kind == "engine-gone":
             return "Fix: check the engine (docker info, journalctl -u docker) and rerun"
         return None
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 class RunningContainer:

@@ -58,7 +58,7 @@ class ExitStatus:
     def describe(self) -> str:
         if self.signal is None:
             return f"exited with code {self.code}"
-        name = _signal_name(self.signal)
+        name = signal_name(self.signal)
         if self.signal == signal.SIGKILL:
             return f"killed by {name}: most likely the out-of-memory killer (check `dmesg -T | grep -i oom`)"
         return f"killed by {name}"
@@ -72,7 +72,8 @@ class ExitStatus:
         return None
 
 
-def _signal_name(number: int) -> str:
+def signal_name(number: int) -> str:
+    """``SIGKILL`` for 9; ``signal N`` for numbers Python does not name."""
     try:
         return signal.Signals(number).name
     except ValueError:
