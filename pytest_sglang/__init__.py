@@ -20,8 +20,8 @@ _EXPORTS: dict[str, str] = {
     "SGLangServer": "pytest_sglang.server",
     "LaunchConfig": "pytest_sglang.server",
     # validation
-    "validate_payload": "pytest_sglang.validation",
-    "load_schema": "pytest_sglang.validation",
+    "validate_payload": "pytest_sglang.server.validation",
+    "load_schema": "pytest_sglang.server.validation",
     # load generation
     "run_load": "pytest_sglang.loadgen",
     "LoadSpec": "pytest_sglang.loadgen",
@@ -35,7 +35,7 @@ _EXPORTS: dict[str, str] = {
     "GateOutcome": "pytest_sglang.gates.base",
     "compare": "pytest_sglang.gates.base",
     # planning
-    "plan_hicache": "pytest_sglang.hostmem",
+    "plan_hicache": "pytest_sglang.sglang.hostmem",
     # simulator
     "Simulator": "pytest_sglang.simulator",
     # errors
@@ -98,7 +98,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .errors import (
+    from pytest_sglang.errors import (
         ConfigError,
         DockerError,
         LoadGenError,
@@ -110,12 +110,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ServerUnavailable,
         SGLangError,
     )
-    from .gates.base import Check, GateOutcome, compare
-    from .gates.capacity import assert_capacity
-    from .gates.hicache import assert_hicache
-    from .gates.throughput import assert_throughput
-    from .hostmem import plan_hicache
-    from .loadgen import LoadResult, LoadSpec, RequestRecord, run_load
-    from .server import LaunchConfig, SGLangServer, start_server
-    from .simulator import Simulator
-    from .validation import load_schema, validate_payload
+    from pytest_sglang.gates.base import Check, GateOutcome, compare
+    from pytest_sglang.gates.capacity import assert_capacity
+    from pytest_sglang.gates.hicache import assert_hicache
+    from pytest_sglang.gates.throughput import assert_throughput
+    from pytest_sglang.loadgen import LoadResult, LoadSpec, RequestRecord, run_load
+    from pytest_sglang.server import LaunchConfig, SGLangServer, start_server
+    from pytest_sglang.server.validation import load_schema, validate_payload
+    from pytest_sglang.sglang.hostmem import plan_hicache
+    from pytest_sglang.simulator import Simulator

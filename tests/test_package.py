@@ -36,7 +36,7 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
 def test_importing_the_plugin_stays_cheap() -> None:
     # pytest loads the plugin in every run of every project that installs us: keep heavy imports lazy.
     code = (
-        "import sys, json, pytest_sglang.plugin; "
+        "import sys, json, pytest_sglang.plugin.hooks; "
         "print(json.dumps(sorted(m for m in ('httpx','aiohttp','docker','jsonschema','tenacity','psutil',"
         "'prometheus_client') if m in sys.modules)))"
     )

@@ -13,11 +13,11 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ConfigError
-from ..gates.base import GateOutcome
-from ..report.baseline import Limits, compare_test, load_report, parse_limits
-from ..report.fingerprint import differences
-from ..report.text import clip, value
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.gates.base import GateOutcome
+from pytest_sglang.report.baseline import Limits, compare_test, load_report, parse_limits
+from pytest_sglang.report.fingerprint import differences
+from pytest_sglang.report.text import clip, value
 
 
 def _parser() -> argparse.ArgumentParser:

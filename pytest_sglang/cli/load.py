@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ..errors import ConfigError, LoadGenError
-from ..loadgen import LoadResult, LoadSpec, run_load
-from ..redaction import register, scrub
-from ..settings import parse_positive_float
+from pytest_sglang.errors import ConfigError, LoadGenError
+from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
+from pytest_sglang.plugin.settings import parse_positive_float
+from pytest_sglang.redaction import register, scrub
 
 EXIT_OK, EXIT_FAILED_REQUESTS, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 

@@ -11,10 +11,10 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 
-from .. import hostmem, planner
-from ..errors import ConfigError
-from ..redaction import scrub_argv
-from ..sglang_args import parse_launch_args
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.redaction import scrub_argv
+from pytest_sglang.sglang import hostmem, planner
+from pytest_sglang.sglang.args import parse_launch_args
 
 _SIZE = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 _GB_UNITS = {"GB": 10**9, "GiB": 2**30, "TB": 10**12, "TiB": 2**40, "MB": 10**6, "MiB": 2**20}

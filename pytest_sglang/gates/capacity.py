@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
-from .base import Check, GateOutcome, compare, fmt
-from .registry import GateContext
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
+from pytest_sglang.gates.registry import GateContext
 
 GATE = "capacity"
 _INFO = "/server_info"
@@ -197,7 +197,7 @@ def live_spec(requests: int, avg_request_tokens: int) -> Any:
     Half of each request is output so that the decode phase, where all of them must be running
     together, lasts long enough to be seen (prefill of later requests is not mistaken for overlap).
     """
-    from ..loadgen import LoadSpec  # lazy: the static gate needs no load generator
+    from pytest_sglang.loadgen import LoadSpec  # lazy: the static gate needs no load generator
 
     output = max(1, min(avg_request_tokens // 2, 1024))
     return LoadSpec(requests=requests, concurrency=requests, input_len=max(1, avg_request_tokens - output),

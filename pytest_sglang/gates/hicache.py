@@ -4,7 +4,7 @@ Configuration comes from ``/server_info`` (top-level resolved args, reference §
 actually allocated comes from the ``sglang:hicache_host_total_tokens`` gauge when metrics are on, or
 from the startup log's ``Allocating ... hierarchical KV host pool`` lines when the plugin launched the
 server; each check names its source, and when neither exists the message says what to enable.
-``effective=True`` proves the cache works (:mod:`pytest_sglang.gates.prefix_reuse`).
+``effective=True`` proves the cache works (:mod:`pytest_sglang.loadgen.prefix_reuse`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError, SGLangError
-from ..hostmem import GB, GiB
-from .base import Check, GateOutcome, compare, fmt
-from .capacity import token_capacity
-from .prefix_reuse import ReuseResult, run_prefix_reuse
-from .registry import GateContext
+from pytest_sglang.errors import ConfigError, SGLangError
+from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
+from pytest_sglang.gates.capacity import token_capacity
+from pytest_sglang.gates.registry import GateContext
+from pytest_sglang.loadgen.prefix_reuse import ReuseResult, run_prefix_reuse
+from pytest_sglang.sglang.hostmem import GB, GiB
 
 GATE = "hicache"
 _ENABLE = ("launch through the plugin (startup-log host pool lines) or add --enable-metrics "

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .base import GateOutcome
+from pytest_sglang.gates.base import GateOutcome
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError
-from ..loadgen import LoadResult, LoadSpec
-from .base import GateOutcome, compare
-from .registry import GateContext
-from .throughput import evaluate_throughput
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.gates.base import GateOutcome, compare
+from pytest_sglang.gates.registry import GateContext
+from pytest_sglang.gates.throughput import evaluate_throughput
+from pytest_sglang.loadgen import LoadResult, LoadSpec
 
 GATE = "slo"
 

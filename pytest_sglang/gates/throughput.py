@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
-from ..loadgen import LoadResult, LoadSpec
-from .base import Check, GateOutcome, compare
-from .registry import GateContext
+from pytest_sglang.gates.base import Check, GateOutcome, compare
+from pytest_sglang.gates.registry import GateContext
+from pytest_sglang.loadgen import LoadResult, LoadSpec
 
 GATE = "throughput"
 _SOURCE = "load generator (client side, bench_serving definitions)"
@@ -176,7 +176,7 @@ def run_marker(
 ) -> GateOutcome:
     """``@pytest.mark.sglang_throughput``: run the load ``repeats`` times and judge the median run."""
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        from ..errors import ConfigError
+        from pytest_sglang.errors import ConfigError
 
         raise ConfigError(
             "sglang_throughput(repeats=...)",

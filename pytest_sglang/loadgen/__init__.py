@@ -10,13 +10,13 @@ import concurrent.futures
 from collections.abc import Coroutine
 from typing import Any
 
-from ..redaction import register
-from . import clock
-from .multiproc import run_processes
-from .record import RequestRecord
-from .result import LoadResult
-from .runner import Progress, ShardResult, run_single
-from .spec import LoadSpec
+from pytest_sglang.loadgen import clock
+from pytest_sglang.loadgen.multiproc import run_processes
+from pytest_sglang.loadgen.record import RequestRecord
+from pytest_sglang.loadgen.result import LoadResult
+from pytest_sglang.loadgen.runner import Progress, ShardResult, run_single
+from pytest_sglang.loadgen.spec import LoadSpec
+from pytest_sglang.redaction import register
 
 __all__ = ["LoadResult", "LoadSpec", "RequestRecord", "run_load"]
 

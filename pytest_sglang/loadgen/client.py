@@ -17,12 +17,12 @@ import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
-from ..redaction import scrub
-from .clock import stream_clock
-from .datasets import Prompt
-from .record import RequestRecord, describe_exc, is_timeout
-from .spec import LoadSpec
-from .streams import PATHS, StreamReader, make_reader, request_body
+from pytest_sglang.loadgen.clock import stream_clock
+from pytest_sglang.loadgen.datasets import Prompt
+from pytest_sglang.loadgen.record import RequestRecord, describe_exc, is_timeout
+from pytest_sglang.loadgen.spec import LoadSpec
+from pytest_sglang.loadgen.streams import PATHS, StreamReader, make_reader, request_body
+from pytest_sglang.redaction import scrub
 
 _DATA = b"data:"
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from .spec import LoadSpec, dataset_parts
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.loadgen.spec import LoadSpec, dataset_parts
 
 #: Rough characters per token for text prompts when no tokenizer is at hand (the server's own
 #: ``prompt_tokens`` replaces the estimate once a request completes).

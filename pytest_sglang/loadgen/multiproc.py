@@ -14,14 +14,14 @@ import queue
 import time
 from typing import Any
 
-from ..errors import LoadGenError
-from . import clock
-from .client import make_client
-from .datasets import build_prompts
-from .record import RequestRecord
-from .runner import Progress, Shard, ShardResult, probe, run_shard, split, warmup
-from .runner import flush_cache as do_flush
-from .spec import LoadSpec
+from pytest_sglang.errors import LoadGenError
+from pytest_sglang.loadgen import clock
+from pytest_sglang.loadgen.client import make_client
+from pytest_sglang.loadgen.datasets import build_prompts
+from pytest_sglang.loadgen.record import RequestRecord
+from pytest_sglang.loadgen.runner import Progress, Shard, ShardResult, probe, run_shard, split, warmup
+from pytest_sglang.loadgen.runner import flush_cache as do_flush
+from pytest_sglang.loadgen.spec import LoadSpec
 
 #: Spawned children must import the package and build a client; allow for a loaded machine.
 BARRIER_TIMEOUT_S = 120.0

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .record import RequestRecord
-from .spec import LoadSpec
-from .stats import calculate_metrics, error_counts
+from pytest_sglang.loadgen.record import RequestRecord
+from pytest_sglang.loadgen.spec import LoadSpec
+from pytest_sglang.loadgen.stats import calculate_metrics, error_counts
 
 _BACKENDS = {"native": "sglang", "completions": "sglang-oai", "chat": "sglang-oai-chat"}
 

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from ..errors import LoadGenError
-from ..redaction import scrub
-from .client import make_client, send_request
-from .datasets import Prompt, build_prompts
-from .record import RequestRecord, describe_exc
-from .servermetrics import MetricsSampler
-from .spec import LoadSpec
+from pytest_sglang.errors import LoadGenError
+from pytest_sglang.loadgen.client import make_client, send_request
+from pytest_sglang.loadgen.datasets import Prompt, build_prompts
+from pytest_sglang.loadgen.record import RequestRecord, describe_exc
+from pytest_sglang.loadgen.servermetrics import MetricsSampler
+from pytest_sglang.loadgen.spec import LoadSpec
+from pytest_sglang.redaction import scrub
 
 Progress = Callable[[int, int], None]
 #: Warmup requests ask for at most this many tokens (as bench_serving).

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from pytest_sglang.errors import ConfigError
 
 APIS = ("native", "chat", "completions")
 #: Dataset forms: ``random-ids``, ``sharegpt:PATH``, ``jsonl:PATH``.

@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .record import RequestRecord
+from pytest_sglang.loadgen.record import RequestRecord
 
 PERCENTILES = (90, 95, 99)
 #: bench_serving's JSON names for the latency families and the record field behind each.

@@ -11,9 +11,9 @@ import json
 import re
 from typing import Any
 
-from .datasets import Prompt
-from .record import RequestRecord
-from .spec import LoadSpec
+from pytest_sglang.loadgen.datasets import Prompt
+from pytest_sglang.loadgen.record import RequestRecord
+from pytest_sglang.loadgen.spec import LoadSpec
 
 PATHS = {"native": "/generate", "completions": "/v1/completions", "chat": "/v1/chat/completions"}
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..gates.base import Check, GateOutcome, compare, fmt
-from .fingerprint import differences
-from .records import shape_key
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
+from pytest_sglang.report.fingerprint import differences
+from pytest_sglang.report.records import shape_key
 
 OPTION = "--sglang-max-regression"
 DEFAULT_LIMIT_PCT = 5.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .identity import ServerIdentity
+from pytest_sglang.report.identity import ServerIdentity
 
 FIELDS = ("sglang_version", "model", "runner", "gpu_model", "gpu_count", "launch_args")
 

@@ -11,9 +11,9 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from ..redaction import scrub
-from . import html_charts as charts
-from . import text
+from pytest_sglang.redaction import scrub
+from pytest_sglang.report import html_charts as charts
+from pytest_sglang.report import text
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _CSS = """

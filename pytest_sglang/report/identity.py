@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..redaction import scrub, scrub_argv, scrub_payload
+from pytest_sglang.redaction import scrub, scrub_argv, scrub_payload
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..redaction import scrub, scrub_payload
-from .fingerprint import fingerprint
-from .identity import ServerIdentity
-from .records import START_NODEID, TestRecord, strip_requests
+from pytest_sglang.redaction import scrub, scrub_payload
+from pytest_sglang.report.fingerprint import fingerprint
+from pytest_sglang.report.identity import ServerIdentity
+from pytest_sglang.report.records import START_NODEID, TestRecord, strip_requests
 
 SCHEMA_VERSION = 1
 SCHEMA_ID = "https://github.com/pytest-sglang/pytest-sglang/schemas/report-v1.schema.json"
@@ -26,7 +26,7 @@ def build_report(tests: Sequence[TestRecord], identity: ServerIdentity | None, *
                  duration_s: float = 0.0, exitstatus: int | None = None,
                  baseline: Mapping[str, Any] | None = None, notes: Sequence[str] = ()) -> dict[str, Any]:
     """Assemble the report (with per-request records; :func:`for_file` strips them unless asked)."""
-    from .. import SGLANG_VERSION, __version__
+    from pytest_sglang import SGLANG_VERSION, __version__
 
     rows = [r.to_dict() for t in tests for r in t.rows()]
     # The server start has a row in the table but is not a test: counting it said "4 tests" for 3.

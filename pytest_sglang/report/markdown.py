@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import text
+from pytest_sglang.report import text
 
 
 def _cell(value: Any) -> str:

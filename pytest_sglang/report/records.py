@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..gates.base import Check, GateOutcome
-from ..redaction import scrub
+from pytest_sglang.gates.base import Check, GateOutcome
+from pytest_sglang.redaction import scrub
 
 OUTCOME_PROP = "sglang_outcome"
 LOAD_PROP = "sglang_load"

@@ -6,7 +6,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-from . import text
+from pytest_sglang.report import text
 
 WIDTH = 80
 _NAME, _MEASURED, _REQUIRED = 36, 14, 17

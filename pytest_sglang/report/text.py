@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..gates.base import fmt
+from pytest_sglang.gates.base import fmt
 
 
 def value(v: Any, unit: str = "") -> str:

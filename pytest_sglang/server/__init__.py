@@ -15,16 +15,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .. import redaction
-from ..errors import ConfigError
-from ..sglang_args import find_flag, parse_launch_args
-from . import cleanup, preflight
-from .config import DockerOptions, LaunchConfig, pick_port
-from .handle import SGLangServer
-from .phases import LogFollower, StartupReport
-from .progress import ProgressSink, line_sink
-from .readiness import Target, wait_until_ready
-from .runner import ExitStatus, RunningProcess, get_runner
+from pytest_sglang import redaction
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.server import cleanup, preflight
+from pytest_sglang.server.config import DockerOptions, LaunchConfig, pick_port
+from pytest_sglang.server.handle import SGLangServer
+from pytest_sglang.server.phases import LogFollower, StartupReport
+from pytest_sglang.server.progress import ProgressSink, line_sink
+from pytest_sglang.server.readiness import Target, wait_until_ready
+from pytest_sglang.server.runner import ExitStatus, RunningProcess, get_runner
+from pytest_sglang.sglang.args import find_flag, parse_launch_args
 
 #: Attach mode waits at most this long for a warming-up server (a refused connection fails in ~1 s).
 ATTACH_TIMEOUT_S = 30.0

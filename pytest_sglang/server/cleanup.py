@@ -22,8 +22,8 @@ from types import FrameType
 
 import psutil
 
-from .. import redaction
-from .runner import DEFAULT_GRACE_S, OWNER_ENV, RunningProcess, kill_processes, marked_processes
+from pytest_sglang import redaction
+from pytest_sglang.server.runner import DEFAULT_GRACE_S, OWNER_ENV, RunningProcess, kill_processes, marked_processes
 
 _lock = threading.Lock()
 _live: list[RunningProcess] = []
@@ -134,7 +134,7 @@ def kill_leftovers(grace_s: float = 5.0, *, docker: bool = True) -> list[str]:
 
 def _docker_leftovers() -> list[str]:
     try:
-        module = importlib.import_module("pytest_sglang.server.docker")
+        module = importlib.import_module("pytest_sglang.server.docker.runner")
     except ImportError:
         return []
     killer: Callable[[], list[str]] | None = getattr(module, "kill_leftover_containers", None)

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..sglang_args import find_flag
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.sglang.args import find_flag
 
 RUNNERS = ("process", "simulator", "docker")
 VALIDATE_MODES = ("strict", "warn", "off")

@@ -9,15 +9,15 @@ from __future__ import annotations
 import signal
 from typing import TYPE_CHECKING
 
-from .. import redaction
-from ..errors import ServerExited, ServerNotReady, ServerUnavailable, SGLangError
-from .fatal import FatalLine
-from .phases import StartupReport, log_tail
-from .progress import format_duration
+from pytest_sglang import redaction
+from pytest_sglang.errors import ServerExited, ServerNotReady, ServerUnavailable, SGLangError
+from pytest_sglang.server.fatal import FatalLine
+from pytest_sglang.server.phases import StartupReport, log_tail
+from pytest_sglang.server.progress import format_duration
 
 if TYPE_CHECKING:
-    from .readiness import Target, WaitState
-    from .runner import ExitStatus, RunningProcess
+    from pytest_sglang.server.readiness import Target, WaitState
+    from pytest_sglang.server.runner import ExitStatus, RunningProcess
 
 TAIL_LINES = 30
 TIMEOUT_FIX = ("Fix: raise --sglang-startup-timeout (ini sglang_startup_timeout, env "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .. import redaction
+from pytest_sglang import redaction
 
 
 def shorten(line: str, limit: int = 300) -> str:

@@ -9,15 +9,16 @@ from typing import Any
 
 import httpx
 
-from .. import promtext, redaction
-from ..client import make_client
-from ..errors import ServerUnavailable
-from ..sglang_args import LaunchArgs
-from . import cleanup
-from .config import LaunchConfig
-from .phases import StartupReport, log_tail
-from .readiness import HEALTH_PROBE_TIMEOUT_S, check_info
-from .runner import DEFAULT_GRACE_S, ExitStatus, RunningProcess
+from pytest_sglang import redaction
+from pytest_sglang.errors import ServerUnavailable
+from pytest_sglang.server import cleanup
+from pytest_sglang.server.client import make_client
+from pytest_sglang.server.config import LaunchConfig
+from pytest_sglang.server.phases import StartupReport, log_tail
+from pytest_sglang.server.readiness import HEALTH_PROBE_TIMEOUT_S, check_info
+from pytest_sglang.server.runner import DEFAULT_GRACE_S, ExitStatus, RunningProcess
+from pytest_sglang.sglang import metrics_text as promtext
+from pytest_sglang.sglang.args import LaunchArgs
 
 
 class SGLangServer:

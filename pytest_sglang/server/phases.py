@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import redaction
-from .fatal import FatalLine, match_fatal, shorten
+from pytest_sglang import redaction
+from pytest_sglang.server.fatal import FatalLine, match_fatal, shorten
 
 #: Startup phases in order (the label is what users see).
 PHASES = (

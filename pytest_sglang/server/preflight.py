@@ -11,11 +11,11 @@ simulator runner knows before the start (from its profile); for a real server th
 
 from __future__ import annotations
 
-from ..errors import PreflightError
-from ..hostmem import GB, HicachePlan, plan_for_launch
-from ..sglang_args import LaunchArgs, parse_launch_args
-from .config import LaunchConfig
-from .runner import Runner
+from pytest_sglang.errors import PreflightError
+from pytest_sglang.server.config import LaunchConfig
+from pytest_sglang.server.runner import Runner
+from pytest_sglang.sglang.args import LaunchArgs, parse_launch_args
+from pytest_sglang.sglang.hostmem import GB, HicachePlan, plan_for_launch
 
 _CONTAINER_LIMIT = "container memory limit"
 

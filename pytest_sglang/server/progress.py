@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from .phases import StartupReport
+from pytest_sglang.server.phases import StartupReport
 
 
 class ProgressSink(Protocol):

@@ -24,12 +24,12 @@ from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_ty
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
-from .. import redaction
-from ..errors import ConfigError, SchemaMismatch
-from ..validation import SchemaWarning, not_json_error, validate_payload
-from . import diagnosis
-from .phases import LogFollower
-from .runner import RunningProcess
+from pytest_sglang import redaction
+from pytest_sglang.errors import ConfigError, SchemaMismatch
+from pytest_sglang.server import diagnosis
+from pytest_sglang.server.phases import LogFollower
+from pytest_sglang.server.runner import RunningProcess
+from pytest_sglang.server.validation import SchemaWarning, not_json_error, validate_payload
 
 HEALTH_PROBE_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 2.0

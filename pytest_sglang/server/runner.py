@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Protocol
 
 import psutil
 
-from .. import redaction
-from ..errors import ConfigError
-from ..hostmem import HostMemory, read_host_memory
-from ..sglang_args import LaunchArgs, find_flag
-from .config import LaunchConfig, effective_argv, server_url
-from .progress import ProgressSink, line_sink
+from pytest_sglang import redaction
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.server.config import LaunchConfig, effective_argv, server_url
+from pytest_sglang.server.progress import ProgressSink, line_sink
+from pytest_sglang.sglang.args import LaunchArgs, find_flag
+from pytest_sglang.sglang.hostmem import HostMemory, read_host_memory
 
 if TYPE_CHECKING:
-    from ..simulator.profiles import Profile
+    from pytest_sglang.simulator.profiles import Profile
 
 OWNER_ENV = "PYTEST_SGLANG_OWNER"
 LAUNCH_ENV = "PYTEST_SGLANG_LAUNCH"
@@ -258,14 +258,14 @@ class SimulatorRunner(ProcessRunner):
     name = "simulator"
 
     def host_memory(self, config: LaunchConfig) -> HostMemory:
-        from ..simulator.profiles import simulated_host_memory  # lazy: the simulator is optional here
+        from pytest_sglang.simulator.profiles import simulated_host_memory  # lazy: the simulator is optional here
 
         _profile(config)  # an unknown --sim-profile is a ConfigError, not a ValueError traceback
         return simulated_host_memory(list(config.args))
 
     def device_pool_bytes_per_rank(self, config: LaunchConfig, args: LaunchArgs) -> int | None:
         """The simulator's device pool, computed as it will at startup (same profile arithmetic)."""
-        from ..simulator import profiles
+        from pytest_sglang.simulator import profiles
 
         profile = _profile(config)
         hw = profiles.hardware(profile, _gb_flag(config, "--sim-gpu-memory-gb"),
@@ -279,7 +279,7 @@ class SimulatorRunner(ProcessRunner):
 
 
 def _profile(config: LaunchConfig) -> Profile:
-    from ..simulator import profiles
+    from pytest_sglang.simulator import profiles
 
     name = find_flag(config.args, "--sim-profile") or "tiny"
     try:
@@ -300,7 +300,7 @@ def _gb_flag(config: LaunchConfig, flag: str) -> float | None:
 def get_runner(config: LaunchConfig, progress: ProgressSink | None = None) -> Runner:
     """The runner named by ``config.runner``; ``progress`` also receives docker's image-pull lines."""
     if config.runner == "docker":
-        from .docker import DockerRunner  # lazy: the docker SDK is imported only when used
+        from pytest_sglang.server.docker.runner import DockerRunner  # lazy: the docker SDK is imported only when used
 
         say: Callable[[str], None] | None = line_sink(progress)
         runner: Runner = DockerRunner(progress=say)

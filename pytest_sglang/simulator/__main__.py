@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .server import main
+from pytest_sglang.simulator.server import main
 
 if __name__ == "__main__":
     sys.exit(main())

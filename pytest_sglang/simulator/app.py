@@ -10,12 +10,12 @@ from typing import Any
 
 from aiohttp import web
 
-from . import handlers, metrics, payloads
-from .engine import Request
-from .handlers import json_response
-from .sink import Sink
-from .state import STARTING, UNHEALTHY, UP, State
-from .streams import collect
+from pytest_sglang.simulator import handlers, metrics, payloads
+from pytest_sglang.simulator.engine import Request
+from pytest_sglang.simulator.handlers import json_response
+from pytest_sglang.simulator.sink import Sink
+from pytest_sglang.simulator.state import STARTING, UNHEALTHY, UP, State
+from pytest_sglang.simulator.streams import collect
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 EXEMPT = ("/health", "/ready", "/metrics")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from ..sglang_args import LaunchArgs, add_sglang_arguments, namespace_to_launch_args
-from .config import SimOptions
-from .faults import PHASES, check_fault
-from .hostalloc import add_host_alloc_argument
-from .profiles import PROFILES
+from pytest_sglang.sglang.args import LaunchArgs, add_sglang_arguments, namespace_to_launch_args
+from pytest_sglang.simulator.config import SimOptions
+from pytest_sglang.simulator.faults import PHASES, check_fault
+from pytest_sglang.simulator.hostalloc import add_host_alloc_argument
+from pytest_sglang.simulator.profiles import PROFILES
 
 
 def _positive(text: str) -> float:

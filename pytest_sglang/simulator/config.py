@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .. import hostmem
-from ..sglang_args import LaunchArgs
-from .faults import Faults
-from .profiles import Hardware, Profile, device_pool_bytes_per_rank, device_pool_tokens, hardware
+from pytest_sglang.sglang import hostmem
+from pytest_sglang.sglang.args import LaunchArgs
+from pytest_sglang.simulator.faults import Faults
+from pytest_sglang.simulator.profiles import Hardware, Profile, device_pool_bytes_per_rank, device_pool_tokens, hardware
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from . import tokenizer
-from .profiles import Speed
-from .radix import RadixCache
-from .sink import Sink
-from .stats import Stats
+from pytest_sglang.simulator import tokenizer
+from pytest_sglang.simulator.profiles import Speed
+from pytest_sglang.simulator.radix import RadixCache
+from pytest_sglang.simulator.sink import Sink
+from pytest_sglang.simulator.stats import Stats
 
 EmitFn = Callable[["Request", bool], None]
 

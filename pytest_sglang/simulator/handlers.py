@@ -9,11 +9,19 @@ from typing import Any
 
 from aiohttp import web
 
-from . import tokenizer
-from .engine import EmitFn, Request
-from .sink import Sink
-from .state import State
-from .streams import DONE, NativeEmitter, OpenAIEmitter, collect, dumps, native_object, openai_object
+from pytest_sglang.simulator import tokenizer
+from pytest_sglang.simulator.engine import EmitFn, Request
+from pytest_sglang.simulator.sink import Sink
+from pytest_sglang.simulator.state import State
+from pytest_sglang.simulator.streams import (
+    DONE,
+    NativeEmitter,
+    OpenAIEmitter,
+    collect,
+    dumps,
+    native_object,
+    openai_object,
+)
 
 SAMPLING_KEYS = (
     "max_new_tokens",

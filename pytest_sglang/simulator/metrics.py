@@ -6,9 +6,9 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from .metrics_extra import render_extra
-from .state import State
-from .stats import Histogram
+from pytest_sglang.simulator.metrics_extra import render_extra
+from pytest_sglang.simulator.state import State
+from pytest_sglang.simulator.stats import Histogram
 
 
 def _labels(**kv: str) -> str:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .payloads import GRAPH_PHASES, memory_usage
+from pytest_sglang.simulator.payloads import GRAPH_PHASES, memory_usage
 
 if TYPE_CHECKING:
-    from .metrics import _Out
-    from .state import State
+    from pytest_sglang.simulator.metrics import _Out
+    from pytest_sglang.simulator.state import State
 
 #: SGLang's initial new-token ratio (SGLANG_INIT_NEW_TOKEN_RATIO 0.7 x schedule_conservativeness 1.0);
 #: it only decays while requests are being retracted, which the simulator never does.

@@ -16,9 +16,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ..hostmem import GiB
-from ..sglang_args import LaunchArgs
-from .config import SimConfig
+from pytest_sglang.sglang.args import LaunchArgs
+from pytest_sglang.sglang.hostmem import GiB
+from pytest_sglang.simulator.config import SimConfig
 
 GRAPH_PHASES = ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")
 

@@ -4,7 +4,7 @@ A profile fixes what a real launch would discover at startup: GPU memory per ran
 the model's KV bytes per token and weight bytes per rank, the phase durations and the speed model.
 The arithmetic is SGLang's (reference §2.2, §11): device KV pool = (GPU memory x mem_fraction_static
 - weights per rank) / KV bytes per token; host pools per rank from ``--hicache-size`` GB or
-``--hicache-ratio`` via :mod:`pytest_sglang.hostmem`, so preflight and planner agree by construction.
+``--hicache-ratio`` via :mod:`pytest_sglang.sglang.hostmem`, so preflight and planner agree by construction.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .. import hostmem
-from ..hostmem import GB, GiB
-from ..sglang_args import find_flag
+from pytest_sglang.sglang import hostmem
+from pytest_sglang.sglang.args import find_flag
+from pytest_sglang.sglang.hostmem import GB, GiB
 
 
 @dataclass(frozen=True)

@@ -11,18 +11,18 @@ from collections.abc import Sequence
 
 from aiohttp import web
 
-from . import cli, tokenizer
-from .app import build_app
-from .config import MODELLED_PASSTHROUGH, SimConfig, resolve
-from .engine import Engine, Request
-from .faults import parse_faults
-from .logs import Logger
-from .profiles import Speed, get_profile
-from .sink import Sink
-from .startup import Startup, fault, oom_kill
-from .state import STARTING, UP, State
-from .streams import collect
-from .trace import Trace
+from pytest_sglang.simulator import cli, tokenizer
+from pytest_sglang.simulator.app import build_app
+from pytest_sglang.simulator.config import MODELLED_PASSTHROUGH, SimConfig, resolve
+from pytest_sglang.simulator.engine import Engine, Request
+from pytest_sglang.simulator.faults import parse_faults
+from pytest_sglang.simulator.logs import Logger
+from pytest_sglang.simulator.profiles import Speed, get_profile
+from pytest_sglang.simulator.sink import Sink
+from pytest_sglang.simulator.startup import Startup, fault, oom_kill
+from pytest_sglang.simulator.state import STARTING, UP, State
+from pytest_sglang.simulator.streams import collect
+from pytest_sglang.simulator.trace import Trace
 
 
 def _speed(cfg: SimConfig) -> Speed:

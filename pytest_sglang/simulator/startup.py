@@ -14,12 +14,12 @@ import sys
 import time
 from typing import NoReturn
 
-from .. import hostmem
-from ..hostmem import GB, GiB
-from .config import SimConfig
-from .hostalloc import allocate_host_pools
-from .logs import Logger
-from .payloads import DECODE_GRAPH_BS, graph_memory_gb, server_args
+from pytest_sglang.sglang import hostmem
+from pytest_sglang.sglang.hostmem import GB, GiB
+from pytest_sglang.simulator.config import SimConfig
+from pytest_sglang.simulator.hostalloc import allocate_host_pools
+from pytest_sglang.simulator.logs import Logger
+from pytest_sglang.simulator.payloads import DECODE_GRAPH_BS, graph_memory_gb, server_args
 
 _ROOT = "/usr/local/lib/python3.12/dist-packages"
 _TRACEBACK = """Traceback (most recent call last):

@@ -8,10 +8,10 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .config import SimConfig
-from .engine import Engine
-from .logs import Logger
-from .trace import Trace
+from pytest_sglang.simulator.config import SimConfig
+from pytest_sglang.simulator.engine import Engine
+from pytest_sglang.simulator.logs import Logger
+from pytest_sglang.simulator.trace import Trace
 
 STARTING, UP, UNHEALTHY = "Starting", "Up", "UnHealthy"
 

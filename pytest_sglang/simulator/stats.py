@@ -8,7 +8,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .engine import Request
+    from pytest_sglang.simulator.engine import Request
 
 # SGLang 0.5.23 default buckets (recorded in fixtures/captures-0.5.23/basic/metrics_after.txt).
 TTFT_BUCKETS = (

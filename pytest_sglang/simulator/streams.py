@@ -10,7 +10,7 @@ import json
 import time
 from typing import Any
 
-from .engine import Request
+from pytest_sglang.simulator.engine import Request
 
 DONE = b"data: [DONE]\n\n"
 #: tokenize + hand-off to the scheduler before ``api_server_dispatch_finish_ts`` (0.5.23 on CPU: ~1 ms)

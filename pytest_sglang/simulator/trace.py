@@ -14,7 +14,7 @@ import time
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .engine import Request
+    from pytest_sglang.simulator.engine import Request
 
 
 class Trace:

@@ -24,7 +24,7 @@ from dockerhelp import IMAGE, SIM_ARGS, host_volumes, sim_command  # noqa: E402
 from pytest_sglang.errors import ServerExited  # noqa: E402
 from pytest_sglang.server import launch  # noqa: E402
 from pytest_sglang.server.config import DockerOptions, LaunchConfig  # noqa: E402
-from pytest_sglang.server.docker import DockerRunner  # noqa: E402
+from pytest_sglang.server.docker.runner import DockerRunner  # noqa: E402
 
 
 def _config(runner: str, *extra: str, memory: str | None = None) -> LaunchConfig:

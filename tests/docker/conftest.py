@@ -27,7 +27,7 @@ def _private_hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="session")
 def docker_client() -> Iterator[Any]:
     """A client of the running engine, with the local image built if missing."""
-    from pytest_sglang.server.docker_engine import connect
+    from pytest_sglang.server.docker.engine import connect
 
     client = connect()
     if not client.images.list(name=IMAGE):

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sglang.server.config import LaunchConfig
-from pytest_sglang.server.docker_spec import LABEL_OWNER_PID, LABEL_RUN, RUN_ID
+from pytest_sglang.server.docker.spec import LABEL_OWNER_PID, LABEL_RUN, RUN_ID
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = os.environ.get("PYTEST_SGLANG_TEST_IMAGE", "pytest-sglang/hostpython:local")

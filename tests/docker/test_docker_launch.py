@@ -14,7 +14,7 @@ from dockerhelp import EngineProxy, LaunchFactory, run_containers
 
 from pytest_sglang.errors import DockerError, PreflightError, ServerExited
 from pytest_sglang.server import launch, start_server
-from pytest_sglang.server.docker_spec import LABEL_OWNER_PID, LABEL_PLUGIN, LABEL_RUN, RUN_ID
+from pytest_sglang.server.docker.spec import LABEL_OWNER_PID, LABEL_PLUGIN, LABEL_RUN, RUN_ID
 
 pytestmark = pytest.mark.docker_engine
 

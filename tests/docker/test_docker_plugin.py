@@ -81,7 +81,7 @@ def test_ctrl_c_during_tests_leaves_no_container(pytester: pytest.Pytester, dock
 
 
 def test_leftovers_of_a_killed_pytest_are_reaped(pytester: pytest.Pytester, docker_client: Any) -> None:
-    from pytest_sglang.server.docker_engine import find_docker_leftovers
+    from pytest_sglang.server.docker.engine import find_docker_leftovers
 
     proc = _popen(pytester, SIM)
     _wait_for(lambda: (pytester.path / "server-ready.txt").exists(), 60, "the test to hold the server")

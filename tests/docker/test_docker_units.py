@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 
 from pytest_sglang.errors import ConfigError, DockerError
-from pytest_sglang.server import docker_engine
 from pytest_sglang.server.config import DockerOptions, LaunchConfig
-from pytest_sglang.server.docker import DockerRunner
-from pytest_sglang.server.docker_container import ContainerExit
-from pytest_sglang.server.docker_options import (
+from pytest_sglang.server.docker import engine as docker_engine
+from pytest_sglang.server.docker.container import ContainerExit
+from pytest_sglang.server.docker.options import (
     DEFAULT_IMAGE,
     IMAGE_HF_CACHE,
     format_size,
@@ -22,7 +21,8 @@ from pytest_sglang.server.docker_options import (
     user_hf_cache,
     volume_bindings,
 )
-from pytest_sglang.server.docker_spec import (
+from pytest_sglang.server.docker.runner import DockerRunner
+from pytest_sglang.server.docker.spec import (
     LABEL_OWNER_PID,
     LABEL_PLUGIN,
     LABEL_RUN,

@@ -12,9 +12,9 @@ import pytest
 
 from pytest_sglang.errors import ConfigError, ServerUnavailable
 from pytest_sglang.gates.hicache import assert_hicache, effective_checks, evaluate_hicache, run_marker
-from pytest_sglang.gates.prefix_reuse import PassResult, ReuseResult, reuse_workload
-from pytest_sglang.promtext import Sample
+from pytest_sglang.loadgen.prefix_reuse import PassResult, ReuseResult, reuse_workload
 from pytest_sglang.server.phases import HostPool
+from pytest_sglang.sglang.metrics_text import Sample
 
 CAPTURE = Path(__file__).parents[2] / "fixtures" / "captures-0.5.23" / "basic" / "server_info.txt"
 SEED_POOL = HostPool("TP0", "kv", 683_061, 48.0)  # 48e9 // 70,272 bytes per token, + 1 page

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sglang import hostmem, planner
-from pytest_sglang.hostmem import GB, GiB, HostMemory
-from pytest_sglang.sglang_args import parse_launch_args
+from pytest_sglang.sglang import hostmem, planner
+from pytest_sglang.sglang.args import parse_launch_args
+from pytest_sglang.sglang.hostmem import GB, GiB, HostMemory
 
 SEED_HOST = HostMemory(available_bytes=418 * GB, total_bytes=449 * GB, source="test host")
 HICACHE = ["--enable-hierarchical-cache"]

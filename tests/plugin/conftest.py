@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sglang import settings
+from pytest_sglang.plugin import settings
 
 
 @pytest.fixture(autouse=True)

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from plugin_helpers import SIM_LAUNCH
 
-from pytest_sglang import settings as settings_mod
 from pytest_sglang.gates import hicache
 from pytest_sglang.gates.registry import GateContext
-from pytest_sglang.markers import LoadRunner
-from pytest_sglang.server_pool import ServerPool
+from pytest_sglang.plugin import settings as settings_mod
+from pytest_sglang.plugin.load_runner import LoadRunner
+from pytest_sglang.plugin.pool import ServerPool
 
 KEY = "sk-factory-secret-93ad1f"
 

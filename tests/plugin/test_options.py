@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sglang import settings
-from pytest_sglang.plugin import SETTINGS_KEY
+from pytest_sglang.plugin import settings
+from pytest_sglang.plugin.hooks import SETTINGS_KEY
 
 GOLDEN = Path(__file__).parent / "golden" / "help_sglang.txt"
 

@@ -50,7 +50,7 @@ def test_engine_attach_without_pytest(raw_server: RawServer) -> None:
 
 
 def test_schemas_accept_live_real_payloads(raw_server: RawServer) -> None:
-    from pytest_sglang.validation import validate_payload
+    from pytest_sglang.server.validation import validate_payload
 
     with httpx.Client(base_url=raw_server.url, headers=raw_server.auth(), timeout=30.0) as client:
         for endpoint, schema in (("/server_info", "server_info"), ("/get_server_info", "server_info"),

@@ -12,7 +12,7 @@ sys.path.insert(0, str(HERE))  # sample.py and browser.py are helpers of this di
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Outer settings must not leak into inner runs, nor may inner runs write CI's step summary."""
-    from pytest_sglang import settings
+    from pytest_sglang.plugin import settings
 
     for option in settings.OPTIONS:
         monkeypatch.delenv(option.env, raising=False)

@@ -13,7 +13,7 @@ from pytest_sglang import redaction
 from pytest_sglang.errors import PreflightError, SchemaMismatch, ServerExited, ServerNotReady
 from pytest_sglang.server import launch, start_server
 from pytest_sglang.server.runner import ExitStatus
-from pytest_sglang.validation import SchemaWarning
+from pytest_sglang.server.validation import SchemaWarning
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from simlaunch import sim_config
 from pytest_sglang.errors import ServerExited
 from pytest_sglang.server import launch
 from pytest_sglang.server.diagnosis import exited_error, process_identity
-from pytest_sglang.server.docker_container import ContainerExit
+from pytest_sglang.server.docker.container import ContainerExit
 from pytest_sglang.server.phases import LogFollower
 from pytest_sglang.server.readiness import Target, WaitState
 from pytest_sglang.server.runner import ExitStatus

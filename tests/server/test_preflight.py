@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from pytest_sglang.errors import PreflightError
-from pytest_sglang.hostmem import GB, HostMemory
 from pytest_sglang.server import preflight
 from pytest_sglang.server.config import LaunchConfig
 from pytest_sglang.server.runner import RunningProcess
+from pytest_sglang.sglang.hostmem import GB, HostMemory
 
 
 class FakeRunner:
@@ -132,7 +132,7 @@ def test_ratio_of_a_real_server_cannot_be_decided_and_says_so() -> None:
 
 def test_container_memory_limit_refusal_suggests_raising_it() -> None:
     from pytest_sglang.server.config import DockerOptions
-    from pytest_sglang.server.docker import DockerRunner
+    from pytest_sglang.server.docker.runner import DockerRunner
 
     config = LaunchConfig(runner="docker", args=("--enable-hierarchical-cache", "--hicache-size", "40"),
                           docker=DockerOptions(memory="32g"))

@@ -12,7 +12,7 @@ from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError, SchemaMismatch, ServerUnavailable
 from pytest_sglang.server import attach
 from pytest_sglang.server.readiness import Target, wait_until_ready
-from pytest_sglang.validation import SchemaWarning
+from pytest_sglang.server.validation import SchemaWarning
 
 
 def _ok(_: dict[str, str]) -> tuple[int, str, None]:
@@ -135,7 +135,7 @@ def test_metrics_parsed_and_404_explained() -> None:
         server = attach(fake.url)
         metrics = server.metrics()
         assert metrics["sglang:num_running_reqs"][0].labels["tp_rank"] == "0"
-        from pytest_sglang.promtext import value
+        from pytest_sglang.sglang.metrics_text import value
 
         assert value(metrics, "sglang:num_requests_total") == 7.0
         assert value(metrics, "sglang:num_requests_total", is_streaming="true") == 2.0

@@ -12,7 +12,7 @@ from simlaunch import FAST, sim_config
 import pytest_sglang.server as engine
 from pytest_sglang.server import LaunchConfig, launch
 from pytest_sglang.server.config import DockerOptions
-from pytest_sglang.server.docker import DockerRunner, _log
+from pytest_sglang.server.docker.runner import DockerRunner, _log
 from pytest_sglang.server.phases import StartupReport
 from pytest_sglang.server.progress import TerminalProgress
 from pytest_sglang.server.runner import RunningProcess, SimulatorRunner, get_runner

@@ -13,7 +13,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from pytest_sglang.errors import SchemaMismatch
-from pytest_sglang.validation import SCHEMA_NAMES, load_schema, validate_payload
+from pytest_sglang.server.validation import SCHEMA_NAMES, load_schema, validate_payload
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -183,7 +183,7 @@ def test_schemas_load_from_the_installed_wheel(tmp_path: Path) -> None:
     )
     code = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
-        "import pytest_sglang, pytest_sglang.validation as v\n"
+        "import pytest_sglang, pytest_sglang.server.validation as v\n"
         "assert pytest_sglang.__file__.startswith(sys.argv[1]), pytest_sglang.__file__\n"
         "d = v.schema_dir(); assert str(d).startswith(sys.argv[1]), d\n"
         "print(sorted(v.load_schema(n)['$id'] for n in v.SCHEMA_NAMES))\n"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sglang import hostmem
-from pytest_sglang.hostmem import GB
+from pytest_sglang.sglang import hostmem
+from pytest_sglang.sglang.hostmem import GB
 from pytest_sglang.simulator import profiles
 from pytest_sglang.simulator.cli import parse
 from pytest_sglang.simulator.config import resolve

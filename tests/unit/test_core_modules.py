@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sglang import hostmem, redaction
+from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import Check, GateOutcome, compare
-from pytest_sglang.settings import OPTIONS, Settings, resolve
-from pytest_sglang.sglang_args import parse_launch_args, token_count
+from pytest_sglang.plugin.settings import OPTIONS, Settings, resolve
+from pytest_sglang.sglang import hostmem
+from pytest_sglang.sglang.args import parse_launch_args, token_count
 
 
 def test_precedence_cli_env_ini_default() -> None:

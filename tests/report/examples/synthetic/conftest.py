@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_sglang.gates.base import GateOutcome
-from pytest_sglang.report.session import baseline_outcome, get_session
+from pytest_sglang.plugin.report_session import baseline_outcome, get_session
 
 
 class FakeServer:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # only for annotations: hostmem stays import-light
-    from .sglang_args import LaunchArgs
+    from pytest_sglang.sglang.args import LaunchArgs
 
 GB = 10**9
 GiB = 2**30

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import SGLangError
-from .base import fmt
+from pytest_sglang.errors import SGLangError
+from pytest_sglang.gates.base import fmt
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from pytest_sglang.errors import ConfigError
 
 #: The official SGLang image of the release this plugin is tested with (Docker Hub lmsysorg/sglang,
 #: release tags are ``vX.Y.Z``). Never ``latest``: a gate must run the same image every time.

@@ -19,14 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import redaction
-from ..errors import ConfigError, DockerError
-from ..hostmem import HostMemory, read_host_memory
-from .config import DockerOptions, LaunchConfig, given_port
-from .docker_container import RunningContainer, remove_container
-from .docker_engine import connect, ensure_image, find_docker_leftovers, kill_docker_leftovers
-from .docker_options import DEFAULT_IMAGE, format_size, parse_size, user_hf_cache
-from .docker_spec import ContainerSpec, build_spec, create_kwargs
+from pytest_sglang import redaction
+from pytest_sglang.errors import ConfigError, DockerError
+from pytest_sglang.server.config import DockerOptions, LaunchConfig, given_port
+from pytest_sglang.server.docker.container import RunningContainer, remove_container
+from pytest_sglang.server.docker.engine import connect, ensure_image, find_docker_leftovers, kill_docker_leftovers
+from pytest_sglang.server.docker.options import DEFAULT_IMAGE, format_size, parse_size, user_hf_cache
+from pytest_sglang.server.docker.spec import ContainerSpec, build_spec, create_kwargs
+from pytest_sglang.sglang.hostmem import HostMemory, read_host_memory
 
 if TYPE_CHECKING:
     from docker import DockerClient

@@ -15,8 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from ..errors import DockerError
-from .docker_spec import LABEL_OWNER_HOST, LABEL_OWNER_PID, LABEL_OWNER_START, LABEL_PLUGIN, LABEL_RUN
+from pytest_sglang.errors import DockerError
+from pytest_sglang.server.docker.spec import (
+    LABEL_OWNER_HOST,
+    LABEL_OWNER_PID,
+    LABEL_OWNER_START,
+    LABEL_PLUGIN,
+    LABEL_RUN,
+)
 
 if TYPE_CHECKING:
     from docker import DockerClient

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from .errors import ConfigError
+from pytest_sglang.errors import ConfigError
 
 _SUFFIX = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]i?)?\s*$")
 _MULT = {"k": 10**3, "ki": 2**10, "m": 10**6, "mi": 2**20, "g": 10**9, "gi": 2**30}

@@ -1,6 +1,6 @@
-"""Fixtures, built from factories (STYLE habit 12), and the report-header lines.
+"""Fixtures, built from factories (STYLE habit 12).
 
-The servers behind the fixtures live in :class:`pytest_sglang.server_pool.ServerPool`.
+The servers behind the fixtures live in :class:`pytest_sglang.plugin.pool.ServerPool`.
 """
 
 from __future__ import annotations
@@ -10,39 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import redaction
-from .markers import GateResults, LoadRunner, load_runner, results_of
-from .server_pool import POOL_KEY, ServerPool
-from .settings import Settings
+from pytest_sglang.plugin.load_runner import LoadRunner, load_runner
+from pytest_sglang.plugin.pool import POOL_KEY, ServerPool
+from pytest_sglang.plugin.results import GateResults, results_of
 
 if TYPE_CHECKING:
     import httpx
 
-    from .server import SGLangServer
-
-
-def header_lines(config: pytest.Config, settings: Settings) -> list[str]:
-    if getattr(config, "workerinput", None) is not None:
-        return []
-    if settings.mode == "attach":
-        return [f"sglang: mode=attach url={settings.sglang_url}"]
-    if settings.mode is None:
-        return ["sglang: no server configured (--sglang-url URL or --sglang-launch ARGS)"]
-    args = " ".join(redaction.scrub_argv(settings.launch_args or ()))
-    log_dir = settings.sglang_log_dir or "<pytest basetemp>/sglang-logs"
-    return [f"sglang: mode=launch runner={settings.runner} url=(free port picked at start)",
-            f"sglang: launch args: {args}", f"sglang: server logs in {log_dir}"]
-
-
-def kill_leftovers_text() -> str:
-    from .server.cleanup import kill_leftovers
-
-    stopped = kill_leftovers()
-    if not stopped:
-        return "sglang: no leftover servers of earlier pytest-sglang runs found"
-    lines = [f"sglang: {len(stopped)} leftover(s) of earlier runs:"]
-    lines += [f"  {redaction.scrub(item)}" for item in stopped]
-    return "\n".join(lines)
+    from pytest_sglang.server import SGLangServer
 
 
 # ---- fixture factories (STYLE habit 12) ----------------------------------------------------------
@@ -87,7 +62,7 @@ def factory_fixture() -> Callable[..., Callable[..., SGLangServer]]:
 
         def factory(launch_args: Any, **overrides: Any) -> SGLangServer:
             __tracebackhide__ = True
-            from .settings import parse_args
+            from pytest_sglang.plugin.settings import parse_args
 
             args = parse_args(launch_args) if isinstance(launch_args, str) else tuple(launch_args)
             return pool.factory_launch(tuple(args), overrides)

@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from . import redaction
-from .errors import ServerStartError, SGLangError
-from .settings import Settings
+from pytest_sglang import redaction
+from pytest_sglang.errors import ServerStartError, SGLangError
+from pytest_sglang.plugin.settings import Settings
 
 if TYPE_CHECKING:
-    from .server import LaunchConfig, SGLangServer
-    from .server.config import DockerOptions
-    from .server.progress import TerminalProgress
+    from pytest_sglang.server import LaunchConfig, SGLangServer
+    from pytest_sglang.server.config import DockerOptions
+    from pytest_sglang.server.progress import TerminalProgress
 
 POOL_KEY = pytest.StashKey["ServerPool"]()
 
@@ -178,7 +178,7 @@ class ServerPool:
         return self.launch(launch_config(self.settings, self.log_dir()))
 
     def _attach(self, url: str, api_key: str | None) -> SGLangServer:
-        from .server import attach
+        from pytest_sglang.server import attach
 
         return attach(url, api_key=api_key, validate=self.settings.sglang_validate)
 
@@ -194,7 +194,7 @@ class ServerPool:
         """Launch ``config`` (or reuse the running server with the identical config)."""
         if config in self._servers:
             return self._servers[config]
-        from .server import launch
+        from pytest_sglang.server import launch
 
         redaction.register(config.api_key)
         redaction.register_launch_args(config.args)
@@ -268,7 +268,7 @@ class ServerPool:
 
     def reap_dead_runs(self) -> None:
         """Stop servers left behind by earlier pytest runs that died (e.g. SIGKILLed)."""
-        from .server.cleanup import reap_leftovers_once
+        from pytest_sglang.server.cleanup import reap_leftovers_once
 
         for line in reap_leftovers_once(docker=self.settings.runner == "docker"):
             self.config.get_terminal_writer().line(f"sglang: earlier run left a server behind: {line}")
@@ -279,7 +279,7 @@ def _progress_sink(config: pytest.Config) -> TerminalProgress | None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None or config.get_verbosity() < 0:
         return None
-    from .server.progress import TerminalProgress
+    from pytest_sglang.server.progress import TerminalProgress
 
     return TerminalProgress(lambda line: reporter.write_line(redaction.scrub(line)))
 
@@ -309,7 +309,7 @@ class XdistHooks:
 
 def launch_config(settings: Settings, log_dir: Path) -> LaunchConfig:
     """Settings -> the engine's LaunchConfig (everything that defines a launch)."""
-    from .server import LaunchConfig
+    from pytest_sglang.server import LaunchConfig
 
     return LaunchConfig(
         runner=settings.runner,
@@ -330,7 +330,7 @@ def launch_config(settings: Settings, log_dir: Path) -> LaunchConfig:
 def _docker_options(settings: Settings) -> DockerOptions | None:
     if settings.runner != "docker":
         return None
-    from .server.config import DockerOptions
+    from pytest_sglang.server.config import DockerOptions
     return DockerOptions(image=settings.sglang_image, gpus=settings.sglang_gpus,
                          shm_size=settings.sglang_shm_size,
                          ipc_host=settings.sglang_ipc_host, volumes=settings.sglang_volume,

@@ -10,23 +10,17 @@ with the message of the matching ``assert_*`` helper). Every outcome and load re
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import fcntl
 import inspect
-import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
-from . import redaction
-from .errors import SGLangError
-from .gates.base import GateOutcome
-from .gates.registry import DOCS_URL, GATES, GATES_BY_MARKER, GateContext
-
-_RESULTS_KEY = pytest.StashKey["GateResults"]()
+from pytest_sglang import redaction
+from pytest_sglang.errors import SGLangError
+from pytest_sglang.gates.base import GateOutcome
+from pytest_sglang.gates.registry import DOCS_URL, GATES, GATES_BY_MARKER, GateContext
+from pytest_sglang.plugin.load_runner import load_runner
+from pytest_sglang.plugin.results import RESULTS_KEY, GateResults, record
 
 
 class GateFailed(AssertionError, pytest.fail.Exception):  # type: ignore[misc,name-defined,unused-ignore]
@@ -40,103 +34,6 @@ class GateFailed(AssertionError, pytest.fail.Exception):  # type: ignore[misc,na
 
     def __init__(self, message: str) -> None:
         pytest.fail.Exception.__init__(self, message, pytrace=False)
-
-
-@dataclass
-class GateResults:
-    """What the ``sglang_gate`` fixture returns: this test's outcomes and load results."""
-
-    outcomes: list[GateOutcome] = field(default_factory=list)
-    loads: list[Any] = field(default_factory=list)  # pytest_sglang.loadgen.LoadResult
-    item: pytest.Item | None = field(default=None, repr=False, compare=False)
-
-    def record(self, outcome: GateOutcome) -> GateOutcome:
-        """Record a gate outcome built in the test body (e.g. an A/B comparison).
-
-        It is stored like a marker's outcome (gate summary table, JSON/JUnit reports) and judged
-        the same way: an unmet check fails the test after its body. Returns ``outcome``.
-        """
-        if not isinstance(outcome, GateOutcome):
-            raise TypeError(f"sglang_gate.record(outcome) takes a pytest_sglang.GateOutcome, got "
-                            f"{type(outcome).__name__}; build one with GateOutcome(gate, [compare(...)])")
-        if self.item is None:
-            raise RuntimeError("sglang_gate.record() needs the sglang_gate fixture of a running test")
-        record(self.item, outcome)
-        return outcome
-
-    def __getitem__(self, gate: str) -> GateOutcome:
-        """The outcome of ``gate`` ("throughput" or "sglang_throughput")."""
-        name = gate.removeprefix("sglang_")
-        for outcome in self.outcomes:
-            if outcome.gate == name:
-                return outcome
-        raise KeyError(f"no {gate!r} outcome in this test; measured: {[o.gate for o in self.outcomes]}")
-
-    @property
-    def load(self) -> Any:
-        """The last load result (a LoadResult), or None."""
-        return self.loads[-1] if self.loads else None
-
-
-def results_of(item: pytest.Item) -> GateResults:
-    results = item.stash.get(_RESULTS_KEY, None)
-    if results is None:
-        results = item.stash[_RESULTS_KEY] = GateResults(item=item)
-    return results
-
-
-@contextlib.contextmanager
-def run_lock(path: str) -> Iterator[None]:
-    """The run-wide load lock: load-generating tests never overlap, also across xdist workers."""
-    with open(path, "a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-class LoadRunner:
-    """``runner(spec=None, *, server=None, **LoadSpec fields) -> LoadResult``, locked and recorded.
-
-    ``records``: keep the per-request records in the stored result (``--sglang-report-requests``
-    and ``--sglang-html`` need them; they are large, so only then). ``lock()`` is the run-wide load
-    lock, public for gates and tests that drive their own traffic (e.g. the hicache workload).
-    """
-
-    def __init__(self, server: Any, lock_path: str, item: pytest.Item, *, records: bool = False) -> None:
-        self.server = server
-        self.lock_path = lock_path
-        self.item = item
-        self.records = records
-
-    def lock(self) -> contextlib.AbstractContextManager[None]:
-        """Hold the run-wide load lock (no other load of this run, on any xdist worker, overlaps)."""
-        return run_lock(self.lock_path)
-
-    def __call__(self, spec: Any = None, *, server: Any = None, **fields: Any) -> Any:
-        from .loadgen import LoadSpec, run_load
-
-        if spec is None:
-            spec = LoadSpec(**fields)
-        elif fields:
-            raise TypeError("give either a LoadSpec or LoadSpec fields, not both")
-        target = server if server is not None else self.server
-        with self.lock():
-            result = run_load(target.url, spec, api_key=target.api_key)
-        results_of(self.item).loads.append(result)
-        payload = redaction.scrub_payload(result.to_dict(records=self.records))
-        self.item.user_properties.append(("sglang_load", json.dumps(payload)))
-        return result
-
-
-def load_runner(request: pytest.FixtureRequest, server: Any) -> LoadRunner:
-    """The test's :class:`LoadRunner` (marker gates and the ``sglang_load`` fixture record alike)."""
-    from .report.session import wants_requests
-    from .server_pool import POOL_KEY
-
-    pool = request.config.stash[POOL_KEY]
-    return LoadRunner(server, pool.lock_path, request.node, records=wants_requests(pool.settings))
 
 
 # ---- registration and validation -----------------------------------------------------------------
@@ -223,18 +120,9 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
         record(request.node, outcome)
 
 
-def record(item: pytest.Item, outcome: GateOutcome) -> None:
-    results_of(item).outcomes.append(outcome)
-    item.user_properties.append(("sglang_outcome", json.dumps(redaction.scrub_payload(outcome.to_dict()))))
-    for check in outcome.checks:
-        measured = check.measured
-        item.user_properties.append((f"sglang.{outcome.gate}.{check.metric}",
-                                     redaction.scrub(measured) if isinstance(measured, str) else measured))
-
-
 def assert_gates(item: pytest.Item) -> None:
     """After the test body: fail the test with every unmet gate (and baseline regression)."""
-    results = item.stash.get(_RESULTS_KEY, None)
+    results = item.stash.get(RESULTS_KEY, None)
     if results is None:
         return
     failed = [o for o in results.outcomes if not o.passed]
@@ -248,7 +136,7 @@ def assert_gates(item: pytest.Item) -> None:
 
 def _baseline_outcomes(item: pytest.Item, results: GateResults) -> list[GateOutcome]:
     """Regression checks against ``--sglang-baseline`` (the report package's ``baseline_outcome``)."""
-    from .server_pool import POOL_KEY
+    from pytest_sglang.plugin.pool import POOL_KEY
 
     pool = item.config.stash.get(POOL_KEY, None)
     check = getattr(getattr(pool, "report_session", None), "baseline_outcome", None)

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from ..errors import ConfigError
-from ..gates.base import GateOutcome, compare
-from ..settings import Settings
-from . import json_report, markdown, terminal
-from .baseline import BaselineContext, open_baseline, parse_limits
-from .fingerprint import fingerprint
-from .identity import ServerIdentity, identify
-from .records import START_NODEID, RecordCollector, TestRecord
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.gates.base import GateOutcome, compare
+from pytest_sglang.plugin.settings import Settings
+from pytest_sglang.report import json_report, markdown, terminal
+from pytest_sglang.report.baseline import BaselineContext, open_baseline, parse_limits
+from pytest_sglang.report.fingerprint import fingerprint
+from pytest_sglang.report.identity import ServerIdentity, identify
+from pytest_sglang.report.records import START_NODEID, RecordCollector, TestRecord
 
 SESSION_KEY = pytest.StashKey["ReportSession"]()
 
@@ -105,7 +105,7 @@ class ReportSession:
         if md_path:
             self.written.append(("Markdown", markdown.write_markdown(report, md_path, append=append)))
         if s.sglang_html:
-            from . import html
+            from pytest_sglang.report import html
 
             self.written.append(("HTML", html.write_html(report, s.sglang_html)))
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .docker_engine import base_url, engine_address, unix_socket_down
-from .docker_options import format_size
-from .runner import ExitStatus, signal_name
+from pytest_sglang.server.docker.engine import base_url, engine_address, unix_socket_down
+from pytest_sglang.server.docker.options import format_size
+from pytest_sglang.server.runner import ExitStatus, signal_name
 
 if TYPE_CHECKING:
     from docker import DockerClient

@@ -1,6 +1,6 @@
 """The host-memory and KV-capacity plan of one SGLang launch (``python -m pytest_sglang plan``).
 
-The host-pool verdict is :func:`pytest_sglang.hostmem.plan_for_launch`, the very call the launch
+The host-pool verdict is :func:`pytest_sglang.sglang.hostmem.plan_for_launch`, the very call the launch
 preflight makes, so the planner and the preflight agree by construction. Where the model and GPU are
 known (a simulator profile, or ``--kv-bytes-per-token`` with ``--gpu-memory-gb``) the plan also
 estimates ``max_total_num_tokens`` and the concurrency it gives, with SGLang's own formulas.
@@ -12,10 +12,10 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import hostmem
-from .errors import ConfigError
-from .hostmem import GB, HicachePlan, HostMemory
-from .sglang_args import LaunchArgs, find_flag, parse_launch_args
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.sglang import hostmem
+from pytest_sglang.sglang.args import LaunchArgs, find_flag, parse_launch_args
+from pytest_sglang.sglang.hostmem import GB, HicachePlan, HostMemory
 
 
 @dataclass(frozen=True)
@@ -225,7 +225,7 @@ def hardware_from_profile(argv: Sequence[str]) -> Hardware | None:
     name = profile_name(argv)
     if name is None:
         return None
-    from .simulator import profiles  # lazy: only plans for the simulator need it
+    from pytest_sglang.simulator import profiles  # lazy: only plans for the simulator need it
 
     try:
         profile = profiles.get_profile(name)
@@ -250,6 +250,6 @@ def simulated_host(argv: Sequence[str]) -> HostMemory | None:
     """The simulated host of ``--sim-profile`` (None without one), as the preflight sees it."""
     if profile_name(argv) is None:
         return None
-    from .simulator import profiles
+    from pytest_sglang.simulator import profiles
 
     return profiles.simulated_host_memory(argv)

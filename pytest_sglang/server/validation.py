@@ -21,7 +21,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from .errors import SchemaMismatch
+from pytest_sglang.errors import SchemaMismatch
 
 if sys.version_info >= (3, 11):
     from importlib.resources.abc import Traversable
@@ -40,7 +40,7 @@ def schema_dir() -> Traversable:
     if packaged.is_dir():
         return packaged
     # Editable checkout: the package is pytest_sglang/ next to the top-level schemas/.
-    return Path(__file__).resolve().parent.parent / "schemas"
+    return Path(__file__).resolve().parents[2] / "schemas"
 
 
 @functools.cache

@@ -1,7 +1,7 @@
 """The pytest plugin (entry point ``sglang``). Thin: hooks only; the engine lives elsewhere.
 
-Fixtures come from :mod:`pytest_sglang.factories`, marker handling from :mod:`pytest_sglang.markers`,
-option resolution from :mod:`pytest_sglang.settings`. Heavy modules (the server engine, httpx, the
+Fixtures come from :mod:`pytest_sglang.plugin.fixtures`, marker handling from :mod:`pytest_sglang.plugin.markers`,
+option resolution from :mod:`pytest_sglang.plugin.settings`. Heavy modules (the server engine, httpx, the
 load generator, the report package) are imported inside hooks, so loading the plugin stays cheap.
 """
 
@@ -15,8 +15,9 @@ from typing import Any, cast
 
 import pytest
 
-from . import markers, redaction, settings
-from .factories import (  # noqa: F401  (fixtures are found by name on the plugin module)
+from pytest_sglang import redaction
+from pytest_sglang.plugin import markers, settings
+from pytest_sglang.plugin.fixtures import (  # noqa: F401  (fixtures are found by name on the plugin module)
     sglang_client,
     sglang_gate,
     sglang_load,
@@ -24,8 +25,8 @@ from .factories import (  # noqa: F401  (fixtures are found by name on the plugi
     sglang_server_factory,
     sglang_server_info,
 )
-from .markers import _sglang_markers  # noqa: F401  (added to gate-marked tests)
-from .server_pool import POOL_KEY, ServerPool, ServerStartFailed
+from pytest_sglang.plugin.markers import _sglang_markers  # noqa: F401  (added to gate-marked tests)
+from pytest_sglang.plugin.pool import POOL_KEY, ServerPool, ServerStartFailed
 
 SETTINGS_KEY = pytest.StashKey[settings.Settings]()
 _SIGTERM_KEY = pytest.StashKey[Any]()
@@ -108,14 +109,14 @@ def pytest_configure(config: pytest.Config) -> None:
         pool.reap_dead_runs()
     _register_report_session(config, resolved)
     if config.pluginmanager.hasplugin("xdist") and worker_input is None:
-        from .server_pool import XdistHooks
+        from pytest_sglang.plugin.pool import XdistHooks
 
         config.pluginmanager.register(XdistHooks(pool), "sglang-xdist")
 
 
 def _register_report_session(config: pytest.Config, resolved: settings.Settings) -> None:
     try:
-        from .report.session import ReportSession  # type: ignore[import-not-found,unused-ignore]
+        from pytest_sglang.plugin.report_session import ReportSession  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return
     session = ReportSession(config, resolved)
@@ -124,7 +125,7 @@ def _register_report_session(config: pytest.Config, resolved: settings.Settings)
 
 
 def _kill_and_exit(config: pytest.Config) -> None:
-    from .factories import kill_leftovers_text
+    from pytest_sglang.plugin.header import kill_leftovers_text
 
     config.get_terminal_writer().line(kill_leftovers_text())
     pytest.exit("pytest-sglang: --sglang-kill finished; no tests were run", returncode=0)
@@ -158,7 +159,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     resolved = config.stash.get(SETTINGS_KEY, None)
     if resolved is None:
         return []
-    from .factories import header_lines
+    from pytest_sglang.plugin.header import header_lines
 
     return header_lines(config, resolved)
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError
+from pytest_sglang.errors import ConfigError
 
 __all__ = ["OPTIONS", "ConfigError", "Option", "Settings", "resolve"]
 

@@ -1,0 +1,76 @@
+"""What a gate-marked test measured: :class:`GateResults` (the ``sglang_gate`` fixture) and recording.
+
+Every outcome and load result is recorded in ``item.user_properties``, which survive xdist and land
+in JUnit XML; the report session reads them back on the controller.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_sglang import redaction
+from pytest_sglang.gates.base import GateOutcome
+
+if TYPE_CHECKING:
+    from pytest_sglang.loadgen import LoadResult
+
+if TYPE_CHECKING:
+    pass
+
+RESULTS_KEY = pytest.StashKey["GateResults"]()
+
+
+@dataclass
+class GateResults:
+    """What the ``sglang_gate`` fixture returns: this test's outcomes and load results."""
+
+    outcomes: list[GateOutcome] = field(default_factory=list)
+    loads: list[LoadResult] = field(default_factory=list)
+    item: pytest.Item | None = field(default=None, repr=False, compare=False)
+
+    def record(self, outcome: GateOutcome) -> GateOutcome:
+        """Record a gate outcome built in the test body (e.g. an A/B comparison).
+
+        It is stored like a marker's outcome (gate summary table, JSON/JUnit reports) and judged
+        the same way: an unmet check fails the test after its body. Returns ``outcome``.
+        """
+        if not isinstance(outcome, GateOutcome):
+            raise TypeError(f"sglang_gate.record(outcome) takes a pytest_sglang.GateOutcome, got "
+                            f"{type(outcome).__name__}; build one with GateOutcome(gate, [compare(...)])")
+        if self.item is None:
+            raise RuntimeError("sglang_gate.record() needs the sglang_gate fixture of a running test")
+        record(self.item, outcome)
+        return outcome
+
+    def __getitem__(self, gate: str) -> GateOutcome:
+        """The outcome of ``gate`` ("throughput" or "sglang_throughput")."""
+        name = gate.removeprefix("sglang_")
+        for outcome in self.outcomes:
+            if outcome.gate == name:
+                return outcome
+        raise KeyError(f"no {gate!r} outcome in this test; measured: {[o.gate for o in self.outcomes]}")
+
+    @property
+    def load(self) -> LoadResult | None:
+        """The last load result (a LoadResult), or None."""
+        return self.loads[-1] if self.loads else None
+
+
+def results_of(item: pytest.Item) -> GateResults:
+    results = item.stash.get(RESULTS_KEY, None)
+    if results is None:
+        results = item.stash[RESULTS_KEY] = GateResults(item=item)
+    return results
+
+
+def record(item: pytest.Item, outcome: GateOutcome) -> None:
+    results_of(item).outcomes.append(outcome)
+    item.user_properties.append(("sglang_outcome", json.dumps(redaction.scrub_payload(outcome.to_dict()))))
+    for check in outcome.checks:
+        measured = check.measured
+        item.user_properties.append((f"sglang.{outcome.gate}.{check.metric}",
+                                     redaction.scrub(measured) if isinstance(measured, str) else measured))

@@ -1,0 +1,1 @@
+"""The Docker runner: engine connection, container spec, options and the running container."""

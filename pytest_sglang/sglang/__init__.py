@@ -1,0 +1,1 @@
+"""SGLang knowledge: launch arguments, host-memory arithmetic, the hicache planner, metrics text."""
