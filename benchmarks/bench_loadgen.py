@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import socket
@@ -177,7 +178,7 @@ def errors_vs_truth(measured: list[Measured], truth: dict[str, dict[str, Any]]) 
         lags = [g - s for g, s in zip(got, sent, strict=True)]
         err.ttft.append(abs(lags[0]))
         err.chunk += [abs(x) for x in lags[1:]]
-        err.gap += [abs(b - a) for a, b in zip(lags, lags[1:], strict=False)]
+        err.gap += [abs(b - a) for a, b in itertools.pairwise(lags)]
         err.lag += lags
         err.arrive.append(t["arrival_time"] - m.start_time)
     return err

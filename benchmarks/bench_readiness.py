@@ -32,7 +32,8 @@ def readiness_lag(workdir: Path, scale: float) -> float:
         runner="simulator",
         log_dir=workdir,
         startup_timeout_s=120,
-        args=("--sim-profile", "tiny", "--sim-time-scale", str(scale), "--sim-trace", str(trace)),
+        args=("--model-path", "sim/tiny-llama", "--sim-profile", "tiny", "--sim-time-scale", str(scale),
+              "--sim-trace", str(trace)),
     )
     server = launch(config)
     returned = time.perf_counter()
@@ -62,7 +63,8 @@ def crash_lag(workdir: Path, scale: float, kill_after_s: float = 0.8) -> float:
         runner="simulator",
         log_dir=workdir,
         startup_timeout_s=120,
-        args=("--sim-profile", "tiny", "--sim-time-scale", str(scale), "--sim-fault", "hang-at:weights"),
+        args=("--model-path", "sim/tiny-llama", "--sim-profile", "tiny", "--sim-time-scale", str(scale),
+              "--sim-fault", "hang-at:weights"),
     )
     runner_module.SimulatorRunner.start = start_then_kill  # type: ignore[method-assign]
     try:

@@ -106,6 +106,8 @@ def main() -> int:
     p.add_argument("--step-ms", type=float, default=2.0, help="decode step time of both servers")
     a = p.parse_args()
     sim_args = [
+        "--model-path",
+        "sim/tiny-llama",
         "--sim-profile",
         "tiny",
         "--sim-time-scale",

@@ -38,6 +38,9 @@ _EXPORTS: dict[str, str] = {
     "plan_hicache": "pytest_sglang.sglang.hostmem",
     # simulator
     "Simulator": "pytest_sglang.simulator",
+    # what the fixtures return (sglang_load, sglang_gate): for annotating tests
+    "LoadRunner": "pytest_sglang.plugin.load_runner",
+    "GateResults": "pytest_sglang.plugin.results",
     # errors
     "SGLangError": "pytest_sglang.errors",
     "ConfigError": "pytest_sglang.errors",
@@ -52,17 +55,19 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "SGLANG_VERSION",
     "Check",
     "ConfigError",
     "DockerError",
     "GateOutcome",
+    "GateResults",
     "LaunchConfig",
     "LoadGenError",
     "LoadResult",
+    "LoadRunner",
     "LoadSpec",
     "PreflightError",
     "RequestRecord",
-    "SGLANG_VERSION",
     "SGLangError",
     "SGLangServer",
     "SchemaMismatch",
@@ -115,6 +120,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from pytest_sglang.gates.hicache import assert_hicache
     from pytest_sglang.gates.throughput import assert_throughput
     from pytest_sglang.loadgen import LoadResult, LoadSpec, RequestRecord, run_load
+    from pytest_sglang.plugin.load_runner import LoadRunner
+    from pytest_sglang.plugin.results import GateResults
     from pytest_sglang.server import LaunchConfig, SGLangServer, start_server
     from pytest_sglang.server.validation import load_schema, validate_payload
     from pytest_sglang.sglang.hostmem import plan_hicache

@@ -1,4 +1,4 @@
-"""``python -m pytest_sglang <command>``: load, plan, compare (each usable without pytest)."""
+"""``python -m pytest_sglang <command>``: load, plan, compare, eval, golden (each usable without pytest)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ _COMMANDS = {
     "load": ("pytest_sglang.cli.load", "run a load against a server and print SGLang bench_serving metrics"),
     "plan": ("pytest_sglang.cli.plan", "check hierarchical-cache host memory for SGLang launch args"),
     "compare": ("pytest_sglang.cli.compare", "compare two JSON reports (baseline regression)"),
+    "eval": ("pytest_sglang.cli.eval", "score a server on arithmetic, gsm8k or mmlu, with a confidence interval"),
+    "golden": ("pytest_sglang.cli.golden", "record greedy golden outputs, or check a server against them"),
 }
 
 

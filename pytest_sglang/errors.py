@@ -22,6 +22,12 @@ FAILURE, never an ERROR.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: the engine modules import this one
+    from pytest_sglang.server.base import ExitStatus
+    from pytest_sglang.server.fatal import FatalLine
 
 
 class SGLangError(Exception):
@@ -32,6 +38,7 @@ class ConfigError(SGLangError, ValueError):
     """A setting, marker keyword or launch argument has a bad value."""
 
     def __init__(self, source: str, value: object, problem: str, fix: str) -> None:
+        """Keep the parts so that callers can re-word the error (e.g. for another option name)."""
         self.source = source
         self.value = value
         self.problem = problem
@@ -43,6 +50,7 @@ class PreflightError(SGLangError):
     """The launch was refused before starting anything (e.g. hicache host pools do not fit)."""
 
     def __init__(self, message: str, *, fix: str) -> None:
+        """Keep ``fix`` and append it to the message as a ``Fix:`` line."""
         self.fix = fix
         super().__init__(f"{message}\nFix: {fix}")
 
@@ -54,19 +62,30 @@ class ServerStartError(SGLangError):
 class ServerExited(ServerStartError):
     """The server process (or container) exited before it was ready."""
 
+    exit_status: ExitStatus | None = None
+    phase: str | None = None  # the startup phase reached, from the log
+    fatal_line: FatalLine | None = None  # the explained fatal line of the log, if one matched
+    log_path: Path | None = None
+
 
 class ServerNotReady(ServerStartError):
     """The startup deadline passed while the server was still not ready."""
 
+    phase: str | None = None
+    last_probe: str | None = None  # e.g. "GET /health -> 503"
+
 
 class ServerUnavailable(SGLangError):
     """An attached server (``--sglang-url``) does not answer, or answers wrongly."""
+
+    last_probe: str | None = None
 
 
 class SchemaMismatch(SGLangError):
     """A server payload does not match its JSON Schema."""
 
     def __init__(self, endpoint: str, schema_id: str, headline: str, errors: Sequence[str]) -> None:
+        """Keep the endpoint, schema and every violation; the message lists them and the fix."""
         self.endpoint = endpoint
         self.schema_id = schema_id
         self.headline = headline

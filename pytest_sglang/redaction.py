@@ -3,7 +3,8 @@
 SGLang's ``/server_info`` returns ``api_key``, ``admin_api_key`` and ``ssl_keyfile_password`` in clear
 text, at the top level, inside every ``internal_states`` item and inside ``launch_command``. The
 plugin registers every secret it learns (``--sglang-api-key``, secret-looking ``--sglang-env``
-values, ``--api-key`` in launch args) in one process-wide registry, and every writer (terminal,
+values, the secrets of the launch args as SGLang reads them: ``--api-key``, ``--api-ke=...``, in
+``--sglang-command`` too) in one process-wide registry, and every writer (terminal,
 log file, error message, JSON/JUnit/HTML report) passes text through :func:`scrub`.
 A process-wide registry is deliberate: an error message built anywhere must be scrubbed, and a
 secret must never depend on the caller remembering to pass a scrubber along.
@@ -14,19 +15,22 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TypeVar, cast
+
+_T = TypeVar("_T")
 
 MASK = "***"
 REDACTED = "<redacted>"
 
 #: Payload keys whose values are secrets (SGLang ServerArgs fields and our own names).
-SECRET_KEYS = frozenset(
-    {"api_key", "admin_api_key", "ssl_keyfile_password", "hf_token", "watermark_key", "watermark_key_b"}
-)
-#: Launch flags whose value is a secret.
-SECRET_FLAGS = ("--api-key", "--admin-api-key", "--ssl-keyfile-password")
-#: Environment variable names that suggest a secret (HF_TOKEN, OPENAI_API_KEY, ...).
-SECRET_ENV_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
+SECRET_KEYS = frozenset({"api_key", "admin_api_key", "ssl_keyfile_password", "hf_token", "watermark_key",
+                         "watermark_key_b", "watermark_config"})
+#: Environment variable names that suggest a secret (HF_TOKEN, OPENAI_API_KEY, PGPASSWORD, MYSQL_PWD,
+#: SSH_PRIVATE_KEY, AWS_CREDENTIALS, ...). Broad on purpose: a masked harmless value costs nothing.
+SECRET_ENV_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASS|PWD|PRIVATE|CRED|AUTH|COOKIE|SESSION)", re.IGNORECASE)
+#: Values never registered as secrets, whatever their variable's name: registering ``true`` (say from
+#: ``SGLANG_DIAG_BYPASS_HEALTH_GENERATE=true``) would mask every ``true`` in every report.
+_NOT_SECRETS = frozenset({"true", "false", "none", "null", "yes", "no", "on", "off", "auto"})
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
@@ -39,10 +43,15 @@ def register(*values: str | None) -> None:
     with _lock:
         for value in values:
             # Very short values would mask ordinary text; 4+ chars is what real keys have.
-            if value and len(value) >= 4:
+            if value and len(value) >= 4 and value.lower() not in _NOT_SECRETS and not _small_number(value):
                 _secrets.add(value)
         ordered = sorted(_secrets, key=len, reverse=True)
         _pattern = re.compile("|".join(re.escape(s) for s in ordered)) if ordered else None
+
+
+def _small_number(value: str) -> bool:
+    # A port or a count (SGLANG_HEALTH_CHECK_TIMEOUT=20) masked everywhere would garble every report.
+    return value.isdigit() and len(value) < 8
 
 
 def register_env(env: Mapping[str, str]) -> None:
@@ -51,14 +60,10 @@ def register_env(env: Mapping[str, str]) -> None:
 
 
 def register_launch_args(argv: Iterable[str]) -> None:
-    """Register the values of ``--api-key`` style flags in SGLang launch args."""
-    args = list(argv)
-    for i, arg in enumerate(args):
-        for flag in SECRET_FLAGS:
-            if arg == flag and i + 1 < len(args):
-                register(args[i + 1])
-            elif arg.startswith(flag + "="):
-                register(arg.split("=", 1)[1])
+    """Register the secrets of SGLang launch args (or a whole command line), read as SGLang reads them."""
+    from pytest_sglang.sglang.args import secrets_in  # lazy: args imports this module
+
+    register(*secrets_in(list(argv)))
 
 
 def is_secret_env_name(name: str) -> bool:
@@ -86,44 +91,50 @@ def scrub(text: str) -> str:
     return pattern.sub(MASK, text)
 
 
+#: ANSI escape sequences: CSI (colours, cursor moves), OSC (titles, hyperlinks) and two-byte escapes.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -/]*[0-~])")
+#: C0/C1 control characters except tab and newline, and the bidi overrides that reorder shown text.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` without ANSI escape sequences and control characters, safe to put in a message.
+
+    For server-provided text (log tails, response bodies): a hostile or merely colourful server
+    must not move the cursor, retitle the terminal or hide lines of our report.
+    """
+    return _CONTROL.sub("", _ANSI.sub("", text))
+
+
 def scrub_argv(argv: Iterable[str]) -> list[str]:
-    """Mask secret flag values in an argv list (also values not yet registered)."""
-    out: list[str] = []
-    mask_next = False
-    for arg in argv:
-        if mask_next:
-            out.append(MASK)
-            mask_next = False
-            continue
-        flag = next((f for f in SECRET_FLAGS if arg == f or arg.startswith(f + "=")), None)
-        if flag is None:
-            out.append(scrub(arg))
-        elif arg == flag:
-            out.append(arg)
-            mask_next = True
-        else:
-            out.append(f"{flag}={MASK}")
-    return out
+    """An argv with its secrets masked in every spelling SGLang accepts (also values not registered)."""
+    from pytest_sglang.sglang.args import display_argv  # lazy: args imports this module
+
+    return display_argv(list(argv))
 
 
-def scrub_payload(obj: Any) -> Any:
-    """Deep-copy a JSON-like payload with secret keys redacted and secret values masked.
+def scrub_payload(obj: _T) -> _T:
+    """Deep-copy a JSON-like payload with secret keys redacted and secret values masked (same shape).
 
     Handles SGLang's leaks: secret keys at any depth (top level and ``internal_states``) and
-    ``launch_command`` strings that contain ``--api-key VALUE``.
+    ``launch_command`` strings that contain ``--api-key VALUE`` (in any spelling SGLang accepts).
     """
+    return cast(_T, _scrubbed(obj))
+
+
+def _scrubbed(obj: object) -> object:
     if isinstance(obj, Mapping):
-        out: dict[str, Any] = {}
+        out: dict[object, object] = {}
         for key, value in obj.items():
             if key in SECRET_KEYS and value not in (None, ""):
                 out[key] = REDACTED
             elif key == "launch_command" and isinstance(value, str):
                 out[key] = " ".join(scrub_argv(value.split(" ")))
             else:
-                out[key] = scrub_payload(value)
+                out[key] = _scrubbed(value)
         return out
     if isinstance(obj, list):
-        return [scrub_payload(v) for v in obj]
+        return [_scrubbed(v) for v in obj]
     if isinstance(obj, str):
         return scrub(obj)
     return obj

@@ -10,7 +10,7 @@ import pytest
 from pytest_sglang.simulator import Simulator, Wait
 
 #: Fast defaults: the tiny profile at 1/20 of its (already short) simulated durations.
-FAST = ("--sim-profile", "tiny", "--sim-time-scale", "0.05")
+FAST = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny", "--sim-time-scale", "0.05")
 
 
 class SimFactory(Protocol):
@@ -23,7 +23,8 @@ class SimFactory(Protocol):
 def sim_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFactory]:
     """Start simulators (``sim_factory("--enable-metrics")``); all are stopped at teardown.
 
-    ``fast=True`` prepends ``--sim-profile tiny --sim-time-scale 0.05`` (later flags win).
+    ``fast=True`` prepends ``--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.05``
+    (later flags win); with ``fast=False`` pass ``--model-path`` yourself, as SGLang requires it.
     """
     started: list[Simulator] = []
     logs = tmp_path_factory.mktemp("sim-logs")

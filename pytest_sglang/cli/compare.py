@@ -1,6 +1,9 @@
 """``python -m pytest_sglang compare OLD.json NEW.json``: the baseline comparison without pytest.
 
-Exit codes: 0 no regression, 1 regression (or, with ``--strict``, a different fingerprint),
+NEW is the candidate: what it changes (launch args, SGLang version, image) is compared and listed as
+``candidate vs baseline``; reports measured on another setup (model, GPU, host) are not compared.
+
+Exit codes: 0 no regression, 1 regression (or, with ``--strict``, another setup or workload),
 2 bad input (unreadable report, bad ``--max-regression``).
 """
 
@@ -16,7 +19,7 @@ from typing import Any
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import GateOutcome
 from pytest_sglang.report.baseline import Limits, compare_test, load_report, parse_limits
-from pytest_sglang.report.fingerprint import differences
+from pytest_sglang.report.fingerprint import changes, incomparable
 from pytest_sglang.report.text import clip, value
 
 
@@ -27,18 +30,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("new", metavar="NEW.json", help="the report of the run to check")
     p.add_argument("--max-regression", metavar="LIMITS", default=None,
                    help="5%% or output_throughput:5%%,p99_ttft_ms:10%% (default: 5%% on the default metrics)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when the fingerprints differ")
+    p.add_argument("--strict", action="store_true",
+                   help="exit 1 when the reports were measured on another setup or workload")
     return p
 
 
-def compare_reports(old: dict[str, Any], new: dict[str, Any], limits: Limits) -> list[GateOutcome]:
+def compare_reports(old: dict[str, Any], new: dict[str, Any], limits: Limits, *, strict: bool = False
+                    ) -> list[GateOutcome]:
     """Per test of NEW that OLD also ran: its load metrics and capacity/hicache figures."""
     baseline = {t["nodeid"]: t for t in old.get("tests", [])}
     outcomes = []
     for test in new.get("tests", []):
         if test["nodeid"] in baseline:
             outcome = compare_test(test["nodeid"], baseline[test["nodeid"]], test.get("loads", []),
-                                   test.get("gates", []), limits)
+                                   test.get("gates", []), limits, strict=strict)
             if outcome is not None:
                 outcomes.append(outcome)
     return outcomes
@@ -49,6 +54,10 @@ def _print_outcomes(outcomes: Sequence[GateOutcome]) -> None:
     for outcome in outcomes:
         print(clip(str(outcome.context.get("test", "")), 80))
         for check in outcome.checks:
+            if check.metric == "workload":  # --strict: another workload is a failure, not a figure
+                print(textwrap.fill(f"workload differs (--strict: fails): {check.detail}", 80,
+                                    initial_indent="  ", subsequent_indent="    "))
+                continue
             before = check.detail.removeprefix("baseline ").split(", this run ", 1)[0]
             found = re.search(r"\(([-+][^)]*%)\)", check.detail)
             change = found.group(1) if found else ""
@@ -58,7 +67,7 @@ def _print_outcomes(outcomes: Sequence[GateOutcome]) -> None:
                   f"{'ok' if check.passed else 'REGRESSED'}")
         for note in outcome.notes:
             if "not compared" in note:  # regressions are on their rows already
-                print(f"  {note}")
+                print(textwrap.fill(note, 80, initial_indent="  ", subsequent_indent="    "))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,14 +78,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}".replace("--sglang-max-regression", "--max-regression"), file=sys.stderr)
         return 2
-    diff = differences(old.get("fingerprint", {}), new.get("fingerprint", {}))
+    old_fp, new_fp = old.get("fingerprint", {}), new.get("fingerprint", {})
+    diff = incomparable(old_fp, new_fp)
     print(f"baseline {args.old}\nthis run {args.new}")
     if diff:
-        print("fingerprint DIFFERS" + (" (--strict: fails)" if args.strict else " (warning)") + ":")
+        print("NOT COMPARED: measured on another setup" + (" (--strict: fails)" if args.strict else " (warning)")
+              + ":")
         print("\n".join(f"  - {d}" for d in diff))
-    else:
+        return 1 if args.strict else 0
+    changed = changes(old_fp, new_fp)
+    if not changed:
         print("fingerprint matches")
-    outcomes = compare_reports(old, new, limits)
+    for change in changed:
+        print(textwrap.fill(f"candidate vs baseline: {change.line()}", 80, subsequent_indent="    ",
+                            break_on_hyphens=False))
+    outcomes = compare_reports(old, new, limits, strict=args.strict)
     print(textwrap.fill("limits: " + ", ".join(f"{m} {p:g}%" for m, p in limits.items()), 80,
                         subsequent_indent="        "))
     if not outcomes:
@@ -84,4 +100,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     _print_outcomes(outcomes)
     regressions = [c for o in outcomes for c in o.failed]
     print(f"{len(regressions)} regression(s) in {sum(len(o.checks) for o in outcomes)} comparisons")
-    return 1 if regressions or (diff and args.strict) else 0
+    return 1 if regressions else 0

@@ -16,6 +16,8 @@ from pytest_sglang.plugin.settings import parse_positive_float
 from pytest_sglang.redaction import register, scrub
 
 EXIT_OK, EXIT_FAILED_REQUESTS, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
+#: As a shell reports a command ended by SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
 
 
 def _positive_int(text: str) -> int:
@@ -62,8 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m pytest_sglang load",
         description="Run a load against an SGLang server and print SGLang bench_serving's metrics.",
-        epilog="exit status: 0 all requests completed, 1 some requests failed, 2 bad options, "
-        "3 the load could not run (server unreachable, warmup rejected)",
+        epilog="exit status: 0 all requests completed, 1 some requests failed or were not sent, 2 bad "
+        "options, 3 the load could not run (server unreachable, warmup rejected), 130 interrupted",
     )
     p.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
     shape = p.add_mutually_exclusive_group(required=True)
@@ -107,14 +109,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="append the result as one JSON line with bench_serving's keys",
     )
     p.add_argument("--seed", type=int, default=42, help="dataset and arrival seed (default 42)")
-    p.add_argument(
-        "--timeout", type=_positive, default=600.0, metavar="S", help="per-request timeout (default 600)"
-    )
+    _add_limits(p)
     p.add_argument("--flush-cache", action="store_true", help="POST /flush_cache after the warmup")
     p.add_argument("--disable-ignore-eos", action="store_true", help="let the model stop early")
     p.add_argument("--model", default="default", help="model name sent to the OpenAI-compatible APIs")
     p.add_argument("--records", action="store_true", help="include per-request records in --json")
     return p
+
+
+def _add_limits(p: argparse.ArgumentParser) -> None:
+    """Deadlines and the records kept: what bounds a load's time and memory."""
+    p.add_argument(
+        "--request-timeout",
+        type=_positive,
+        default=None,
+        metavar="S",
+        help="seconds one request may take (default: derived from the lengths, at least 60)",
+    )
+    p.add_argument("--timeout", type=_positive, dest="request_timeout", help=argparse.SUPPRESS)  # old name
+    p.add_argument(
+        "--load-timeout",
+        type=_positive,
+        default=None,
+        metavar="S",
+        help="one deadline for the whole load; requests in flight then count as timeouts "
+        "(default: derived from requests and concurrency)",
+    )
+    p.add_argument(
+        "--max-records",
+        type=_positive_int,
+        default=100_000,
+        metavar="N",
+        help="per-request records kept; beyond, percentiles come from a uniform sample of N (default 100000)",
+    )
 
 
 def spec_from_args(args: argparse.Namespace) -> LoadSpec:
@@ -131,7 +158,9 @@ def spec_from_args(args: argparse.Namespace) -> LoadSpec:
         ignore_eos=not args.disable_ignore_eos,
         warmup=args.warmup,
         seed=args.seed,
-        timeout_s=args.timeout,
+        request_timeout_s=args.request_timeout,
+        load_timeout_s=args.load_timeout,
+        max_records=args.max_records,
         flush_cache=args.flush_cache,
         processes=args.processes,
         model=args.model,
@@ -181,6 +210,8 @@ def summary(result: LoadResult) -> str:
         _row("Failed requests:", r.failed),
     ]
     lines += [_row(f"  {kind}:", n) for kind, n in r.errors.items()]
+    if r.not_sent:
+        lines.append(_row("Requests not sent:", r.not_sent))
     lines += [
         _row("Benchmark duration (s):", f"{r.duration:.2f}"),
         _row("Total input tokens:", r.total_input_tokens),
@@ -207,9 +238,18 @@ def summary(result: LoadResult) -> str:
         if key == "itl":
             lines.append(_row("Max ITL (ms):", f"{r.max_itl_ms:.2f}"))
     lines.append("=" * 50)
-    for example in r.failure_examples():
-        lines.append(f"failed: {example}")
-    return "\n".join(lines)
+    return "\n".join(lines + _explanations(r))
+
+
+def _explanations(r: LoadResult) -> list[str]:
+    """Below the table: the first failure of each kind, why the load stopped, how figures were sampled."""
+    lines = [f"failed: {example}" for example in r.failure_examples()]
+    if r.stopped:
+        lines.append(f"stopped early: {r.stopped}")
+    note = r.sampling_note()
+    if note:
+        lines.append(f"note: {note}")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -225,8 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (LoadGenError, ConfigError) as exc:
         print(f"error: {scrub(str(exc))}", file=sys.stderr)
         return EXIT_CANNOT_RUN
+    except KeyboardInterrupt:
+        print("\ninterrupted: the load was stopped and every request in flight cancelled", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print(scrub(summary(result)))
     if args.json is not None:
         with args.json.open("a", encoding="utf-8") as fh:
             fh.write(scrub(json.dumps(result.to_dict(records=args.records))) + "\n")
-    return EXIT_FAILED_REQUESTS if result.failed else EXIT_OK
+    return EXIT_FAILED_REQUESTS if result.failed or result.not_sent else EXIT_OK

@@ -12,7 +12,6 @@ import sys
 from collections.abc import Callable, Sequence
 
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.redaction import scrub_argv
 from pytest_sglang.sglang import hostmem, planner
 from pytest_sglang.sglang.args import parse_launch_args
 
@@ -22,7 +21,7 @@ _BYTE_UNITS = {"B": 1, "KB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20}
 
 
 def _size(units: dict[str, int], default: str) -> Callable[[str], int]:
-    """argparse ``type=`` for a size with an optional unit (a bare number is in ``default``)."""
+    """Argparse ``type=`` for a size with an optional unit (a bare number is in ``default``)."""
     by_lower = {name.lower(): factor for name, factor in units.items()}
     bare = next(iter(units.values()))
 
@@ -112,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     plan = planner.make_plan(args, host=host, hardware=hardware, reserve_bytes=ns.reserve_gb,
                              avg_request_tokens=ns.avg_request_tokens)
-    print("pytest-sglang plan for: " + " ".join(scrub_argv(launch)))
+    print("pytest-sglang plan for: " + " ".join(args.display()))  # secrets masked as SGLang reads them
     for line in planner.render(plan):
         print("  " + line)
     fits = plan.fits

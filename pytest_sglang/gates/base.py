@@ -51,19 +51,37 @@ class Check:
     remedy: str = ""
     #: Extra facts (e.g. the load shape), shown and stored.
     detail: str = ""
+    #: The marker/helper keyword that set ``required`` (``min_output_tok_s``), so messages name it.
+    keyword: str = ""
+
+    @property
+    def written(self) -> str:
+        """The keyword as the user wrote it: ``min_output_tok_s=5000`` (empty without a keyword)."""
+        return f"{self.keyword}={self.required!r}" if self.keyword else ""
 
     def describe(self) -> str:
+        """One line: name, measured, required and verdict."""
         unit = f" {self.unit}" if self.unit else ""
         verdict = "ok" if self.passed else "FAILED"
         src = f" [{self.source}]" if self.source else ""
         required = f"{self.op} {fmt(self.required)}{unit}"
-        return f"{self.metric}: measured {fmt(self.measured)}{unit}, required {required}{src}: {verdict}"
+        measured = f"measured {fmt(self.measured)}{unit}, required {required}{src}: {verdict}"
+        return f"{self.written}: {self.metric} {measured}" if self.keyword else f"{self.metric}: {measured}"
+
+    def headline(self) -> str:
+        """The failure in a few words: ``min_output_tok_s=5000: measured 930.2 tok/s (output_throughput)``."""
+        unit = f" {self.unit}" if self.unit else ""
+        if self.keyword:
+            return f"{self.written}: measured {fmt(self.measured)}{unit} ({self.metric})"
+        return f"{self.metric} {fmt(self.measured)}{unit} (required {self.op} {fmt(self.required)})"
 
     def to_dict(self) -> dict[str, Any]:
+        """The check as JSON-ready data (reports, baselines)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Check:
+        """A check read back from :meth:`to_dict` data; unknown keys are ignored."""
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
@@ -101,23 +119,24 @@ class GateOutcome:
 
     @property
     def passed(self) -> bool:
+        """Whether every check passed."""
         return all(c.passed for c in self.checks)
 
     @property
     def failed(self) -> list[Check]:
+        """The checks that failed."""
         return [c for c in self.checks if not c.passed]
 
     def add(self, check: Check) -> Check:
+        """Append ``check`` and return it."""
         self.checks.append(check)
         return check
 
     def message(self) -> str:
         """The failure message: headline, every check, context, remedies (the same for assert_* and markers)."""
         failed = self.failed
-        head = f"sglang {self.gate} gate failed: " + "; ".join(
-            f"{c.metric} {fmt(c.measured)}{(' ' + c.unit) if c.unit else ''} (required {c.op} {fmt(c.required)})"
-            for c in failed
-        ) if failed else f"sglang {self.gate} gate passed"
+        head = (f"sglang {self.gate} gate failed: " + "; ".join(c.headline() for c in failed) if failed
+                else f"sglang {self.gate} gate passed")
         lines = [head]
         lines += [f"  {c.describe()}" for c in self.checks]
         for key, value in self.context.items():
@@ -129,16 +148,19 @@ class GateOutcome:
         return "\n".join(lines)
 
     def raise_for_failures(self) -> None:
+        """Raise ``AssertionError`` with :meth:`message` when a check failed."""
         __tracebackhide__ = True
         if not self.passed:
             raise AssertionError(self.message())
 
     def to_dict(self) -> dict[str, Any]:
+        """The outcome as JSON-ready data (reports, baselines)."""
         return {"gate": self.gate, "checks": [c.to_dict() for c in self.checks],
                 "context": {k: _jsonable(v) for k, v in self.context.items()}, "notes": list(self.notes)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GateOutcome:
+        """An outcome read back from :meth:`to_dict` data."""
         return cls(gate=data["gate"], checks=[Check.from_dict(c) for c in data.get("checks", [])],
                    context=dict(data.get("context", {})), notes=list(data.get("notes", [])))
 

@@ -12,11 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_sglang.errors import ConfigError
+from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
+from pytest_sglang.gates.keywords import AnyOf, OptionalCount, Requires
 from pytest_sglang.gates.registry import GateContext
+
+if TYPE_CHECKING:
+    from pytest_sglang.loadgen import LoadResult, LoadSpec
+    from pytest_sglang.server.handle import SGLangServer
 
 GATE = "capacity"
 _INFO = "/server_info"
@@ -31,9 +36,11 @@ class Figure:
 
     @property
     def least(self) -> int | None:
+        """The smallest per-rank figure (the one that limits), or None when unknown."""
         return min(self.per_rank) if self.per_rank else None
 
     def detail(self) -> str:
+        """The per-rank figures as text, empty for a single rank."""
         if len(self.per_rank) <= 1:
             return ""
         return "per DP rank: " + ", ".join(fmt(v) for v in self.per_rank)
@@ -106,19 +113,6 @@ def concurrent_requests(info: Mapping[str, Any], avg_request_tokens: int) -> Fig
                                 f"effective max running requests) [{caps.source}]")
 
 
-def _validate(**kwargs: Any) -> None:
-    for name, value in kwargs.items():
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"sglang_capacity({name}=...)", value, "must be a whole number >= 1",
-                              f"give {name} as a positive integer, e.g. {name}=4000")
-    if kwargs.get("min_concurrent_requests") is not None and kwargs.get("avg_request_tokens") is None:
-        raise ConfigError("sglang_capacity(min_concurrent_requests=...)", kwargs["min_concurrent_requests"],
-                          "needs avg_request_tokens (how many tokens one request holds: prompt + output)",
-                          "add avg_request_tokens=4000 (or your typical request size)")
-
-
 def _tokens_remedy(info: Mapping[str, Any]) -> str:
     cap = info.get("max_total_tokens")
     capped = (f"raise or drop --max-total-tokens (now {cap}: it caps the pool)" if cap
@@ -127,9 +121,9 @@ def _tokens_remedy(info: Mapping[str, Any]) -> str:
             f"+ KV pool); {capped}; estimate first with: python -m pytest_sglang plan -- <launch args>")
 
 
-def _check(metric: str, figure: Figure, required: int, unit: str, remedy: str) -> Check:
+def _check(keyword: str, metric: str, figure: Figure, required: int, unit: str, remedy: str) -> Check:
     return compare(GATE, metric, figure.least, ">=", required, unit=unit, source=figure.source,
-                   remedy=remedy, detail=figure.detail())
+                   remedy=remedy, detail=figure.detail(), keyword=keyword)
 
 
 def evaluate_capacity(
@@ -139,26 +133,31 @@ def evaluate_capacity(
 ) -> GateOutcome:
     """Compare the server's KV capacity (``/server_info``) with these floors (per DP rank).
 
-    ``max_model_len`` is ``/v1/models`` ``data[0].max_model_len`` when the caller has it.
+    ``max_model_len`` is ``/v1/models`` ``data[0].max_model_len`` when the caller has it. The
+    keywords are checked as the ``sglang_capacity`` marker declares them (:func:`run_marker`).
     """
-    _validate(min_total_tokens=min_total_tokens, min_running_requests=min_running_requests,
-              min_context_length=min_context_length, min_concurrent_requests=min_concurrent_requests,
-              avg_request_tokens=avg_request_tokens)
+    keywords.check(run_marker, "evaluate_capacity", {
+        k: v for k, v in (("min_total_tokens", min_total_tokens), ("min_running_requests", min_running_requests),
+                          ("min_context_length", min_context_length),
+                          ("min_concurrent_requests", min_concurrent_requests),
+                          ("avg_request_tokens", avg_request_tokens)) if v is not None})
     out = GateOutcome(GATE)
     if min_total_tokens is not None:
-        out.add(_check("max_total_num_tokens", token_capacity(info), min_total_tokens, "tokens",
-                       _tokens_remedy(info)))
+        out.add(_check("min_total_tokens", "max_total_num_tokens", token_capacity(info), min_total_tokens,
+                       "tokens", _tokens_remedy(info)))
     if min_running_requests is not None:
-        out.add(_check("max_running_requests", running_requests(info), min_running_requests, "requests",
+        out.add(_check("min_running_requests", "max_running_requests", running_requests(info),
+                       min_running_requests, "requests",
                        "set --max-running-requests (SGLang also caps it at max_total_num_tokens // 2: "
                        + _tokens_remedy(info) + ")"))
     if min_context_length is not None:
-        out.add(_check("context_length", context_length(info, max_model_len), min_context_length, "tokens",
+        out.add(_check("min_context_length", "context_length", context_length(info, max_model_len),
+                       min_context_length, "tokens",
                        "set --context-length (up to the model's own limit); if the KV pool is the limit, "
                        + _tokens_remedy(info)))
     if min_concurrent_requests is not None and avg_request_tokens is not None:
-        out.add(_check("concurrent_requests", concurrent_requests(info, avg_request_tokens),
-                       min_concurrent_requests, "requests",
+        out.add(_check("min_concurrent_requests", "concurrent_requests",
+                       concurrent_requests(info, avg_request_tokens), min_concurrent_requests, "requests",
                        _tokens_remedy(info) + "; or --max-running-requests if that is the limit"))
         out.context["request size"] = f"{fmt(avg_request_tokens)} tokens (prompt + output)"
     _add_context(out, info)
@@ -191,7 +190,7 @@ def peak_overlap(intervals: Sequence[tuple[float, float]]) -> int:
     return peak
 
 
-def live_spec(requests: int, avg_request_tokens: int) -> Any:
+def live_spec(requests: int, avg_request_tokens: int) -> LoadSpec:
     """``requests`` concurrent requests holding ``avg_request_tokens`` each (prompt + output).
 
     Half of each request is output so that the decode phase, where all of them must be running
@@ -204,9 +203,11 @@ def live_spec(requests: int, avg_request_tokens: int) -> Any:
                     output_len=output, warmup=0, sample_server_metrics=True)
 
 
-def verify_live_checks(result: Any, required: int) -> list[Check]:
-    """Checks on a :class:`LoadResult`: every request completed, and ``required`` of them were
-    decoding at the same instant (from each request's first-token and last-token times)."""
+def verify_live_checks(result: LoadResult, required: int) -> list[Check]:
+    """Check a :class:`LoadResult`: every request completed and ``required`` decoded at the same instant.
+
+    Concurrency is counted from each request's first-token and last-token times.
+    """
     records = [r for r in result.records if r.success]
     running = peak_overlap([(r.start + r.ttft, r.start + r.e2e) for r in records])
     view = result.server_view
@@ -226,27 +227,35 @@ def verify_live_checks(result: Any, required: int) -> list[Check]:
     ]
 
 
-def _max_model_len(server: Any) -> int | None:
+def _max_model_len(server: SGLangServer) -> int | None:
     """``/v1/models`` ``data[0].max_model_len``, or None when it cannot be read."""
     try:
         with server.client() as client:
             data = client.get("/v1/models").json()
         value = data["data"][0]["max_model_len"]
-    except Exception:  # noqa: BLE001 - the figure is optional: fall back to max_req_input_len
+    except Exception:  # the figure is optional: fall back to max_req_input_len
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+@keywords.rules(
+    AnyOf(("min_total_tokens", "min_running_requests", "min_context_length", "min_concurrent_requests")),
+    Requires("min_concurrent_requests", needs=("avg_request_tokens",),
+             why="how many tokens one request holds: prompt + output",
+             fix="add avg_request_tokens=4000 (or your typical request size)"),
+    Requires("verify_live", needs=("min_concurrent_requests", "avg_request_tokens"), why="what to send",
+             fix="add e.g. min_concurrent_requests=50, avg_request_tokens=4000"),
+)
 def run_marker(
-    ctx: GateContext, *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
-    min_context_length: int | None = None, min_concurrent_requests: int | None = None,
-    avg_request_tokens: int | None = None, verify_live: bool = False,
+    ctx: GateContext, *, min_total_tokens: OptionalCount = None, min_running_requests: OptionalCount = None,
+    min_context_length: OptionalCount = None, min_concurrent_requests: OptionalCount = None,
+    avg_request_tokens: OptionalCount = None, verify_live: bool = False,
 ) -> GateOutcome:
-    """The ``sglang_capacity`` marker: the static gate, then (``verify_live=True``) the live check."""
-    if verify_live and (min_concurrent_requests is None or avg_request_tokens is None):
-        raise ConfigError("sglang_capacity(verify_live=True)", True,
-                          "needs min_concurrent_requests and avg_request_tokens (what to send)",
-                          "add e.g. min_concurrent_requests=50, avg_request_tokens=4000")
+    """The ``sglang_capacity`` marker: the static gate, then (``verify_live=True``) the live check.
+
+    This signature declares the marker's keywords (types, defaults, ranges, relations): the plugin
+    validates a marker against it at collection and shows it in ``pytest --markers``.
+    """
     outcome = evaluate_capacity(
         ctx.server.info(), min_total_tokens=min_total_tokens, min_running_requests=min_running_requests,
         min_context_length=min_context_length, min_concurrent_requests=min_concurrent_requests,

@@ -12,26 +12,45 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
-from pytest_sglang.errors import ConfigError, SGLangError
+from pytest_sglang.errors import SGLangError
+from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
 from pytest_sglang.gates.capacity import token_capacity
-from pytest_sglang.gates.registry import GateContext
+from pytest_sglang.gates.keywords import OptionalCount, Requires, Threshold, sglang_choices
+from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.loadgen.prefix_reuse import ReuseResult, run_prefix_reuse
 from pytest_sglang.sglang.hostmem import GB, GiB
+
+if TYPE_CHECKING:
+    from pytest_sglang.server.phases import HostPool, StartupReport
+    from pytest_sglang.sglang.metrics_text import Sample
+
+
+class HicacheServer(Protocol):
+    """What this gate reads from a server (an ``SGLangServer``, or a fake in tests)."""
+
+    @property
+    def startup(self) -> StartupReport | None:
+        """The startup report; None when attached (no startup log was read)."""
+
+    def info(self) -> dict[str, Any]:
+        """The ``/server_info`` payload."""
+
+    def metrics(self) -> dict[str, list[Sample]]:
+        """The ``/metrics`` samples, keyed by sample name."""
 
 GATE = "hicache"
 _ENABLE = ("launch through the plugin (startup-log host pool lines) or add --enable-metrics "
            "(the sglang:hicache_host_total_tokens gauge)")
 _SIZE_FIX = ("raise --hicache-size (decimal GB per rank) or --hicache-ratio (host/device tokens); check "
              "the host fits first: python -m pytest_sglang plan -- <launch args>")
-_CONFIG = {  # keyword -> (/server_info field, SGLang flag)
-    "write_policy": ("hicache_write_policy", "--hicache-write-policy"),
-    "io_backend": ("hicache_io_backend", "--hicache-io-backend"),
-    "mem_layout": ("hicache_mem_layout", "--hicache-mem-layout"),
-    "storage_backend": ("hicache_storage_backend", "--hicache-storage-backend"),
-}
+# Marker keyword types: the choices are SGLang's own (its flag table), so a typo is a usage error.
+WritePolicy = Annotated[str | None, sglang_choices("--hicache-write-policy")]
+IoBackend = Annotated[str | None, sglang_choices("--hicache-io-backend")]
+MemLayout = Annotated[str | None, sglang_choices("--hicache-mem-layout")]
+StorageBackend = Annotated[str | None, sglang_choices("--hicache-storage-backend")]
 
 
 @dataclass(frozen=True)
@@ -46,17 +65,17 @@ class HostPools:
     logged_ranks: int | None = None
 
 
-def _metric_tokens(server: Any) -> tuple[int, ...]:
+def _metric_tokens(server: HicacheServer) -> tuple[int, ...]:
     try:
         samples = server.metrics().get("sglang:hicache_host_total_tokens", [])
-    except (SGLangError, AttributeError):
-        return ()  # metrics off (404), or a handle without metrics
+    except SGLangError:
+        return ()  # metrics off (404)
     return tuple(int(s.value) for s in samples)
 
 
-def _log_pools(server: Any) -> list[Any]:
-    pools = list(getattr(getattr(server, "startup", None), "host_pools", None) or [])
-    return [p for p in pools if getattr(p, "pool", "kv") == "kv"]
+def _log_pools(server: HicacheServer) -> list[HostPool]:
+    pools = server.startup.host_pools if server.startup is not None else []
+    return [p for p in pools if p.pool == "kv"]
 
 
 def _device_bytes_per_token(info: Mapping[str, Any]) -> float | None:
@@ -68,7 +87,7 @@ def _device_bytes_per_token(info: Mapping[str, Any]) -> float | None:
     return None
 
 
-def host_pools(server: Any, info: Mapping[str, Any]) -> HostPools:
+def host_pools(server: HicacheServer, info: Mapping[str, Any]) -> HostPools:
     """Measured host pools: the metric gauge first, then the startup log."""
     logged = _log_pools(server)
     log_gb = tuple(float(p.gb) for p in logged)
@@ -76,8 +95,9 @@ def host_pools(server: Any, info: Mapping[str, Any]) -> HostPools:
     ranks = len(logged) if logged else None
     tokens = _metric_tokens(server)
     source = "/metrics sglang:hicache_host_total_tokens"
-    if not tokens and logged and all(p.tokens is not None for p in logged):
-        tokens, source = tuple(int(p.tokens) for p in logged), log_src
+    logged_tokens = tuple(p.tokens for p in logged if p.tokens is not None)
+    if not tokens and logged and len(logged_tokens) == len(logged):
+        tokens, source = logged_tokens, log_src
     if not tokens:
         return HostPools(gb=log_gb, source=f"not available: {_ENABLE}", gb_source=log_src if logged else "",
                          logged_ranks=ranks)
@@ -103,16 +123,17 @@ def _expected_ranks(info: Mapping[str, Any]) -> int:
 
 def _config_checks(out: GateOutcome, info: Mapping[str, Any], enabled: bool,
                    wanted: Mapping[str, str]) -> None:
+    # Each configuration keyword is /server_info ``hicache_<keyword>``, set by ``--hicache-<keyword>``.
     fix = ("add --enable-hierarchical-cache (and --hicache-size N, GB per rank) to the launch args"
            if enabled else "remove --enable-hierarchical-cache from the launch args")
     out.add(compare(GATE, "enable_hierarchical_cache", info.get("enable_hierarchical_cache"), "==", enabled,
-                    source="/server_info enable_hierarchical_cache", remedy=fix))
+                    source="/server_info enable_hierarchical_cache", remedy=fix, keyword="enabled"))
     for key, value in wanted.items():
-        field, flag = _CONFIG[key]
+        field, flag = f"hicache_{key}", "--hicache-" + key.replace("_", "-")
         note = (" (SGLang rewrites page_first with --hicache-io-backend direct to page_first_direct)"
                 if key == "mem_layout" else "")
         out.add(compare(GATE, field, info.get(field), "==", value, source=f"/server_info {field}",
-                        remedy=f"launch with {flag} {value}{note}"))
+                        remedy=f"launch with {flag} {value}{note}", keyword=key))
 
 
 def _size_checks(out: GateOutcome, pools: HostPools, info: Mapping[str, Any], min_host_tokens: int | None,
@@ -120,44 +141,36 @@ def _size_checks(out: GateOutcome, pools: HostPools, info: Mapping[str, Any], mi
     least = min(pools.tokens) if pools.tokens else None
     if min_host_tokens is not None:
         out.add(compare(GATE, "host_pool_tokens", least, ">=", min_host_tokens, unit="tokens",
-                        source=pools.source, remedy=_SIZE_FIX))
+                        source=pools.source, remedy=_SIZE_FIX, keyword="min_host_tokens"))
     if min_host_gb_per_rank is not None:
         gb = round(min(pools.gb), 2) if pools.gb else None
         out.add(compare(GATE, "host_pool_gb_per_rank", gb, ">=", min_host_gb_per_rank, unit="GB",
-                        source=pools.gb_source or f"not available: {_ENABLE}", remedy=_SIZE_FIX))
+                        source=pools.gb_source or f"not available: {_ENABLE}", remedy=_SIZE_FIX,
+                        keyword="min_host_gb_per_rank"))
     if min_ratio is not None:
         device = token_capacity(info)
         ratio = None if least is None or not device.least else round(least / device.least, 3)
         out.add(compare(GATE, "host_device_ratio", ratio, ">=", min_ratio,
-                        source=f"{pools.source} / {device.source}", remedy=_SIZE_FIX))
-
-
-def _validate(**kw: Any) -> None:
-    for name in ("min_host_tokens", "min_host_gb_per_rank", "min_ratio", "min_gain"):
-        value = kw.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                  or value <= 0):
-            raise ConfigError(f"sglang_hicache({name}=...)", value, "must be a number > 0",
-                              f"give {name} as a positive number, e.g. {name}=2")
-    for name in _CONFIG:
-        value = kw.get(name)
-        if value is not None and not isinstance(value, str):
-            raise ConfigError(f"sglang_hicache({name}=...)", value, "must be a string",
-                              f"give the value as SGLang spells it in /server_info {_CONFIG[name][0]}")
+                        source=f"{pools.source} / {device.source}", remedy=_SIZE_FIX, keyword="min_ratio"))
 
 
 def evaluate_hicache(
-    server: Any, *, enabled: bool = True, min_host_tokens: int | None = None,
+    server: HicacheServer, *, enabled: bool = True, min_host_tokens: int | None = None,
     min_host_gb_per_rank: float | None = None, min_ratio: float | None = None,
     write_policy: str | None = None, io_backend: str | None = None, mem_layout: str | None = None,
     storage_backend: str | None = None,
 ) -> GateOutcome:
-    """Check the hierarchical cache of ``server`` (an :class:`~pytest_sglang.server.SGLangServer`)."""
+    """Check the hierarchical cache of ``server`` (an :class:`~pytest_sglang.server.SGLangServer`).
+
+    The keywords are checked as the ``sglang_hicache`` marker declares them (:func:`run_marker`).
+    """
     wanted = {k: v for k, v in (("write_policy", write_policy), ("io_backend", io_backend),
                                 ("mem_layout", mem_layout), ("storage_backend", storage_backend))
               if v is not None}
-    _validate(min_host_tokens=min_host_tokens, min_host_gb_per_rank=min_host_gb_per_rank,
-              min_ratio=min_ratio, **wanted)
+    sizes = {"min_host_tokens": min_host_tokens, "min_host_gb_per_rank": min_host_gb_per_rank,
+             "min_ratio": min_ratio}
+    keywords.check(run_marker, "evaluate_hicache",
+                   {"enabled": enabled, **wanted, **{k: v for k, v in sizes.items() if v is not None}})
     info = server.info()
     out = GateOutcome(GATE)
     _config_checks(out, info, enabled, wanted)
@@ -177,7 +190,7 @@ def evaluate_hicache(
     return out
 
 
-def assert_hicache(server: Any, **kwargs: Any) -> GateOutcome:
+def assert_hicache(server: HicacheServer, **kwargs: Any) -> GateOutcome:
     """:func:`evaluate_hicache`, raising ``AssertionError(outcome.message())`` on a miss."""
     __tracebackhide__ = True
     outcome = evaluate_hicache(server, **kwargs)
@@ -201,13 +214,13 @@ def effective_checks(result: ReuseResult, min_gain: float | None) -> list[Check]
                       source=f"{source}; required: half of the working set that cannot stay on the GPU")]
     if min_gain is not None:
         checks.append(compare(GATE, "repeat_gain", round(result.gain, 2), ">=", min_gain, unit="x",
-                              remedy=fix, detail=result.shape(),
+                              remedy=fix, detail=result.shape(), keyword="min_gain",
                               source=f"first pass {result.first.seconds:.3f} s / second pass "
                                      f"{result.second.seconds:.3f} s (wall time)"))
     return checks
 
 
-def _host_tokens_for_workload(server: Any, info: Mapping[str, Any]) -> int | None:
+def _host_tokens_for_workload(server: HicacheServer, info: Mapping[str, Any]) -> int | None:
     pools = host_pools(server, info)
     if pools.tokens:
         return min(pools.tokens)
@@ -219,13 +232,11 @@ def _host_tokens_for_workload(server: Any, info: Mapping[str, Any]) -> int | Non
 
 
 def _load_lock(ctx: GateContext) -> contextlib.AbstractContextManager[None]:
-    """The plugin's run-wide load lock (``ctx.load.lock()``), so that no other load overlaps this
-    workload; none when ``ctx.load`` is a plain callable (the gate used without the plugin)."""
-    lock = getattr(ctx.load, "lock", None)
-    if not callable(lock):
-        return contextlib.nullcontext()
-    held: contextlib.AbstractContextManager[None] = lock()
-    return held
+    """Return the plugin's run-wide load lock (``ctx.load.lock()``), so no other load overlaps this one.
+
+    A null context when ``ctx.load`` is a plain load function (the gate used without the plugin).
+    """
+    return ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext()
 
 
 def _unmeasured(reason: str, remedy: str) -> Check:
@@ -254,20 +265,23 @@ def _run_effective(ctx: GateContext, outcome: GateOutcome, min_gain: float | Non
     outcome.context["reuse workload"] = result.shape()
 
 
+@keywords.rules(
+    Requires("min_gain", needs=("effective",), why="the gain is measured by the effective=True workload",
+             fix="add effective=True, or drop min_gain"),
+    Requires("effective", needs=("enabled",), why="the workload measures the cache that enabled=True checks",
+             fix="drop enabled=False, or effective=True"),
+)
 def run_marker(
-    ctx: GateContext, *, enabled: bool = True, min_host_tokens: int | None = None,
-    min_host_gb_per_rank: float | None = None, min_ratio: float | None = None,
-    write_policy: str | None = None, io_backend: str | None = None, mem_layout: str | None = None,
-    storage_backend: str | None = None, effective: bool = False, min_gain: float | None = None,
+    ctx: GateContext, *, enabled: bool = True, min_host_tokens: OptionalCount = None,
+    min_host_gb_per_rank: Threshold = None, min_ratio: Threshold = None, write_policy: WritePolicy = None,
+    io_backend: IoBackend = None, mem_layout: MemLayout = None, storage_backend: StorageBackend = None,
+    effective: bool = False, min_gain: Threshold = None,
 ) -> GateOutcome:
-    """The ``sglang_hicache`` marker: configuration and pool checks, then the workload if ``effective``."""
-    if min_gain is not None and not effective:
-        raise ConfigError("sglang_hicache(min_gain=...)", min_gain, "only applies with effective=True",
-                          "add effective=True, or drop min_gain")
-    if effective and not enabled:
-        raise ConfigError("sglang_hicache(effective=True)", True, "contradicts enabled=False",
-                          "use effective=True with enabled=True")
-    _validate(min_gain=min_gain)
+    """The ``sglang_hicache`` marker: configuration and pool checks, then the workload if ``effective``.
+
+    This signature declares the marker's keywords (types, defaults, ranges, SGLang's choices,
+    relations): the plugin validates a marker against it at collection and shows it in ``--markers``.
+    """
     outcome = evaluate_hicache(
         ctx.server, enabled=enabled, min_host_tokens=min_host_tokens,
         min_host_gb_per_rank=min_host_gb_per_rank, min_ratio=min_ratio, write_policy=write_policy,

@@ -9,14 +9,18 @@ curve it measured (concurrency -> p99 latencies, throughput).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import GateOutcome, compare
+from pytest_sglang.gates.keywords import AnyOf, AtLeast, AtMost, Count, NotBelow, OneOf, Seconds, Threshold
 from pytest_sglang.gates.registry import GateContext
-from pytest_sglang.gates.throughput import evaluate_throughput
+from pytest_sglang.gates.throughput import Length, Timeout, evaluate_throughput
 from pytest_sglang.loadgen import LoadResult, LoadSpec
+from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT
 
 GATE = "slo"
 
@@ -25,7 +29,8 @@ GATE = "slo"
 class Search:
     """State of one search: measured levels and what is left of the budget."""
 
-    run: Any  # Callable[[int, int], LoadResult]
+    #: Runs ``requests`` requests at ``concurrency``: ``run(concurrency, requests)``.
+    run: Callable[[int, int], LoadResult]
     ceilings: dict[str, float]
     max_requests: int
     time_budget_s: float
@@ -42,12 +47,15 @@ class Search:
 
     def can_run(self, c: int) -> bool:
         if time.monotonic() - self.started >= self.time_budget_s:
-            self.stop_reason = f"time budget of {self.time_budget_s:g} s used"
+            self.stop_reason = self.stop_reason or f"time budget of {self.time_budget_s:g} s used"
             return False
         if self.used_requests + self.requests_for(c) > self.max_requests:
             self.stop_reason = f"request budget of {self.max_requests} used ({self.used_requests} sent)"
             return False
         return True
+
+    def left_s(self) -> float:
+        return self.time_budget_s - (time.monotonic() - self.started)
 
     def holds(self, c: int) -> bool:
         if c in self.curve:
@@ -55,6 +63,10 @@ class Search:
         n = self.requests_for(c)
         result: LoadResult = self.run(c, n)
         self.used_requests += n
+        if result.not_sent and self.left_s() <= 0:
+            # The level was cut by the budget (its load deadline), not judged on a full run.
+            self.stop_reason = f"time budget of {self.time_budget_s:g} s ran out during concurrency {c}"
+            return False
         outcome = evaluate_throughput(result, max_error_rate=0.0, **self.ceilings)
         self.curve[c] = point(result, outcome.passed)
         if not outcome.passed:
@@ -113,22 +125,32 @@ def search(s: Search, min_concurrency: int, max_concurrency: int) -> int:
     return good
 
 
+@keywords.rules(
+    AnyOf(("max_ttft_ms_p99", "max_itl_ms_p99", "max_tpot_ms_median", "max_e2e_ms_p99")),
+    NotBelow("max_concurrency", "min_concurrency"),
+)
 def run_marker(
     ctx: GateContext,
     *,
-    max_ttft_ms_p99: float | None = None,
-    max_itl_ms_p99: float | None = None,
-    max_tpot_ms_median: float | None = None,
-    max_e2e_ms_p99: float | None = None,
-    min_concurrency: int,
-    input_len: int = 512,
-    output_len: int = 128,
-    api: str = "native",
-    max_concurrency: int = 512,
-    max_requests: int = 2000,
-    time_budget_s: float = 300.0,
+    max_ttft_ms_p99: Threshold = None,
+    max_itl_ms_p99: Threshold = None,
+    max_tpot_ms_median: Threshold = None,
+    max_e2e_ms_p99: Threshold = None,
+    min_concurrency: Annotated[int, AtLeast(1), AtMost(MAX_IN_FLIGHT)],
+    input_len: Length = 512,
+    output_len: Length = 128,
+    api: Annotated[str, OneOf(APIS)] = "native",
+    max_concurrency: Annotated[int, AtLeast(1), AtMost(MAX_IN_FLIGHT)] = 512,
+    max_requests: Count = 2000,
+    time_budget_s: Seconds = 300.0,
+    request_timeout_s: Timeout = None,
+    load_timeout_s: Timeout = None,
 ) -> GateOutcome:
-    """Find the highest concurrency meeting the SLO; fail if it is below ``min_concurrency``."""
+    """Find the highest concurrency meeting the SLO; fail if it is below ``min_concurrency``.
+
+    ``time_budget_s`` is a deadline: a level still running when it passes is cut short and not judged.
+    ``request_timeout_s`` and ``load_timeout_s`` apply to each level's load.
+    """
     ceilings = {
         k: v
         for k, v in (
@@ -140,10 +162,12 @@ def run_marker(
         if v is not None
     }
     _validate(ceilings, min_concurrency, max_concurrency)
-    base = LoadSpec(input_len=input_len, output_len=output_len, api=api)
+    base = LoadSpec(input_len=input_len, output_len=output_len, api=api, request_timeout_s=request_timeout_s)
 
     def run(c: int, n: int) -> LoadResult:
-        result: LoadResult = ctx.load(base.replace(concurrency=c, requests=n))
+        budget = max(s.left_s(), 0.1)
+        deadline = budget if load_timeout_s is None else min(load_timeout_s, budget)
+        result: LoadResult = ctx.load(base.replace(concurrency=c, requests=n, load_timeout_s=deadline))
         return result
 
     s = Search(run=run, ceilings=ceilings, max_requests=max_requests, time_budget_s=time_budget_s)
@@ -158,6 +182,7 @@ def run_marker(
             ">=",
             min_concurrency,
             unit="concurrent requests",
+            keyword="min_concurrency",
             source="bounded search with the load generator",
             remedy="raise capacity (--max-running-requests, --tp/--dp, --chunked-prefill-size) "
             "or relax the SLO",

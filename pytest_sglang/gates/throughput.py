@@ -1,18 +1,34 @@
-"""Throughput and latency floors for a load result: ``evaluate_throughput`` / ``assert_throughput`` /
-the ``sglang_throughput`` marker (same checks, same message)."""
+"""Throughput and latency floors for a load result.
+
+``evaluate_throughput`` / ``assert_throughput`` / the ``sglang_throughput`` marker (same checks, same
+message).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare
+from pytest_sglang.gates.keywords import Above, AtLeast, AtMost, Count, Fraction, OneOf, Threshold
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadResult, LoadSpec
+from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS
+
+if TYPE_CHECKING:
+    from pytest_sglang.server import SGLangServer
 
 GATE = "throughput"
+# Load-shape keyword types: the load generator's own limits, checked at collection.
+Requests = Annotated[int, AtLeast(1), AtMost(MAX_REQUESTS)]
+Length = Annotated[int, AtLeast(1), AtMost(MAX_LEN)]
+InFlight = Annotated[int | None, AtLeast(1), AtMost(MAX_IN_FLIGHT)]
+#: Seconds; None = the option (--sglang-request-timeout / --sglang-load-timeout), else derived.
+Timeout = Annotated[float | None, Above(0)]
 _SOURCE = "load generator (client side, bench_serving definitions)"
 _THROUGHPUT_FIX = (
     "raise server capacity (--max-running-requests, --mem-fraction-static, --chunked-prefill-size, "
@@ -35,6 +51,11 @@ FLOORS: dict[str, tuple[str, str, str, str]] = {
 }
 
 
+def floors_given(values: Mapping[str, object]) -> dict[str, float]:
+    """The FLOORS keywords given a value in ``values`` (a signature's ``locals()``): declared once, in FLOORS."""
+    return {k: float(v) for k, v in values.items() if k in FLOORS and isinstance(v, (int, float))}
+
+
 def evaluate_throughput(
     result: LoadResult,
     *,
@@ -47,21 +68,30 @@ def evaluate_throughput(
     max_e2e_ms_p99: float | None = None,
     max_error_rate: float = 0.0,
 ) -> GateOutcome:
-    """Judge ``result`` against the given floors/ceilings (None = not checked); errors always are."""
-    limits = {
-        "min_output_tok_s": min_output_tok_s,
-        "min_request_s": min_request_s,
-        "max_ttft_ms_median": max_ttft_ms_median,
-        "max_ttft_ms_p99": max_ttft_ms_p99,
-        "max_itl_ms_p99": max_itl_ms_p99,
-        "max_tpot_ms_median": max_tpot_ms_median,
-        "max_e2e_ms_p99": max_e2e_ms_p99,
-    }
+    """Judge ``result`` against the given floors/ceilings (None = not checked); errors always are.
+
+    The keywords are checked as the ``sglang_throughput`` marker declares them (:func:`run_marker`).
+    """
+    given = floors_given(locals())
+    keywords.check(run_marker, "evaluate_throughput", {**given, "max_error_rate": max_error_rate})
+    return judge(result, given, max_error_rate)
+
+
+def judge(result: LoadResult, limits: dict[str, float], max_error_rate: float,
+          server: Check | None = None) -> GateOutcome:
+    """The outcome: floors, then integrity, or integrity first (and its remedy alone) when it failed.
+
+    Figures of a load whose requests failed, timed out or met a dead server say nothing about capacity:
+    the message then leads with why (``server``: how the server died, from the plugin's handle).
+    """
+    floors = [_check(result, keyword, limit) for keyword, limit in limits.items()]
+    integrity = [c for c in (server, timeout_check(result, max_error_rate)) if c is not None]
+    integrity.append(error_check(result, max_error_rate))
     outcome = GateOutcome(gate=GATE)
-    for keyword, limit in limits.items():
-        if limit is not None:
-            outcome.add(_check(result, keyword, limit))
-    outcome.add(error_check(result, max_error_rate))
+    if all(c.passed for c in integrity):
+        outcome.checks = [*floors, *integrity]
+    else:
+        outcome.checks = [*integrity, *(dataclasses.replace(c, remedy="") for c in floors)]
     outcome.context.update(describe(result))
     return outcome
 
@@ -77,22 +107,74 @@ def _check(result: LoadResult, keyword: str, limit: float | int) -> Check:
     # With no successful request a latency figure is 0.0 (bench_serving's convention): not a pass.
     measured = getattr(result, attr) if result.completed else None
     return compare(
-        GATE, attr, measured, op, limit, unit=unit, source=_SOURCE, remedy=remedy, detail=result.spec.shape()
+        GATE, attr, measured, op, limit, unit=unit, source=_SOURCE, remedy=remedy, detail=result.spec.shape(),
+        keyword=keyword,
     )
 
 
 def error_check(result: LoadResult, max_error_rate: float) -> Check:
-    kinds = ", ".join(f"{k}={v}" for k, v in result.errors.items()) or "none"
+    """Failed requests other than timeouts (those are :func:`timeout_check`'s) over those sent."""
+    errors = {k: v for k, v in result.errors.items() if k != "timeout"}
+    failed = sum(errors.values())
+    sent = result.completed + result.failed
+    kinds = ", ".join(f"{k}={v}" for k, v in errors.items()) or "none"
     return compare(
         GATE,
         "error_rate",
-        round(result.error_rate, 6),
+        round(failed / sent, 6) if sent else 1.0,
         "<=",
         max_error_rate,
         source=_SOURCE,
-        remedy="read the failed requests' reasons above (integrity is always checked)",
-        detail=f"{result.failed} of {result.completed + result.failed} requests failed ({kinds})",
+        remedy=_error_remedy(errors),
+        detail=f"{failed} of {sent} requests failed ({kinds})",
+        keyword="max_error_rate",
     )
+
+
+def _error_remedy(errors: dict[str, int]) -> str:
+    if set(errors) & {"token_mismatch", "protocol"}:
+        return ("the server's stream broke its own protocol (see the failures above): check the server "
+                "version, or a proxy between it and the client")
+    return "read the failed requests' reasons above (integrity is always checked)"
+
+
+def timeout_check(result: LoadResult, max_error_rate: float) -> Check | None:
+    """Requests that timed out or were never sent, over all requests: only when there were any."""
+    late = result.timeouts + result.not_sent
+    if not late:
+        return None
+    spec = result.spec
+    limits = (f"request_timeout_s={spec.request_timeout():g} s per request, "
+              f"load_timeout_s={spec.load_timeout():g} s for the load")
+    detail = f"{result.timeouts} of {result.completed + result.failed} requests timed out"
+    if result.not_sent:
+        detail += f", {result.not_sent} not sent ({result.stopped})"
+    return compare(
+        GATE, "timeout_rate", round(late / result.total, 6), "<=", max_error_rate, source=limits,
+        detail=detail, keyword="max_error_rate",
+        remedy="the server stalled or answers slower than the limits: read its log; raise request_timeout_s / "
+               "load_timeout_s (--sglang-request-timeout / --sglang-load-timeout) only if it is merely slow",
+    )
+
+
+def server_check(server: SGLangServer | None, result: LoadResult) -> Check | None:
+    """Return how the server ended if it died during the load, else None while it looks alive.
+
+    Launched: its exit status; attached: the first refused connection.
+    """
+    status = server.exit_status() if server is not None and (result.failed or result.not_sent) else None
+    if status is not None and server is not None:
+        where = f", log {server.log_path}" if server.log_path else ""
+        return compare(GATE, "server", f"died during the load ({status.describe()})", "==", "running",
+                       source=server.describe(), remedy=status.fix() or
+                       f"read the server log{where} for why it stopped; no figure of this load can be judged")
+    if result.refused_from_s is None:
+        return None
+    refused = result.errors.get("refused", 0)
+    return compare(GATE, "server", f"refused connections from t={result.refused_from_s:.2f} s into the load "
+                   f"({refused} requests)", "==", "running", source=f"connections to {result.url}",
+                   remedy="the server died or restarted during the load: read its log; no figure of this load "
+                          "can be judged")
 
 
 def describe(result: LoadResult) -> dict[str, Any]:
@@ -109,6 +191,11 @@ def describe(result: LoadResult) -> dict[str, Any]:
         ),
         "integrity": f"{result.completed}/{total} completed; failed by kind: {dict(result.errors) or 'none'}",
     }
+    if result.not_sent:
+        context["stopped"] = result.stopped
+    note = result.sampling_note()
+    if note:
+        context["sampling"] = note
     examples = result.failure_examples()
     if examples:
         context["failures"] = "; ".join(examples)
@@ -144,6 +231,11 @@ def median_result(results: Sequence[LoadResult]) -> LoadResult:
     view = {k: max(r.server_view.get(k, 0.0) for r in results) for r in results for k in r.server_view}
     names = {f.name for f in fields(LoadResult)}
     assert set(values) <= names
+    first_failures: dict[str, str] = {}
+    for r in results:
+        for kind, text in r.first_failures.items():
+            first_failures.setdefault(kind, text)
+    refused = [r.refused_from_s for r in results if r.refused_from_s is not None]
     return LoadResult(
         spec=first.spec,
         url=first.url,
@@ -151,6 +243,11 @@ def median_result(results: Sequence[LoadResult]) -> LoadResult:
         records=records,
         server_view=view,
         warmup_errors=[e for r in results for e in r.warmup_errors],
+        not_sent=sum(r.not_sent for r in results),
+        stopped="; ".join(r.stopped for r in results if r.stopped),
+        percentile_sample=sum(r.percentile_sample for r in results),
+        first_failures=first_failures,
+        refused_from_s=min(refused) if refused else None,
         **values,
     )
 
@@ -158,23 +255,29 @@ def median_result(results: Sequence[LoadResult]) -> LoadResult:
 def run_marker(
     ctx: GateContext,
     *,
-    min_output_tok_s: float | None = None,
-    min_request_s: float | None = None,
-    max_ttft_ms_median: float | None = None,
-    max_ttft_ms_p99: float | None = None,
-    max_itl_ms_p99: float | None = None,
-    max_tpot_ms_median: float | None = None,
-    max_e2e_ms_p99: float | None = None,
-    max_error_rate: float = 0.0,
-    concurrency: int | None = None,
-    request_rate: float | None = None,
-    requests: int = 128,
-    input_len: int = 1024,
-    output_len: int = 256,
-    api: str = "native",
-    repeats: int = 1,
+    min_output_tok_s: Threshold = None,
+    min_request_s: Threshold = None,
+    max_ttft_ms_median: Threshold = None,
+    max_ttft_ms_p99: Threshold = None,
+    max_itl_ms_p99: Threshold = None,
+    max_tpot_ms_median: Threshold = None,
+    max_e2e_ms_p99: Threshold = None,
+    max_error_rate: Annotated[float, Fraction()] = 0.0,
+    concurrency: InFlight = None,
+    request_rate: Threshold = None,
+    requests: Requests = 128,
+    input_len: Length = 1024,
+    output_len: Length = 256,
+    api: Annotated[str, OneOf(APIS)] = "native",
+    repeats: Count = 1,
+    request_timeout_s: Timeout = None,
+    load_timeout_s: Timeout = None,
 ) -> GateOutcome:
-    """``@pytest.mark.sglang_throughput``: run the load ``repeats`` times and judge the median run."""
+    """``@pytest.mark.sglang_throughput``: run the load ``repeats`` times and judge the median run.
+
+    This signature declares the marker's keywords (types, defaults, ranges): the plugin validates a
+    marker against it at collection and shows it in ``pytest --markers``.
+    """
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
         from pytest_sglang.errors import ConfigError
 
@@ -191,19 +294,13 @@ def run_marker(
         input_len=input_len,
         output_len=output_len,
         api=api,
+        request_timeout_s=request_timeout_s,
+        load_timeout_s=load_timeout_s,
     )
     results = [ctx.load(spec) for _ in range(repeats)]
-    outcome = evaluate_throughput(
-        median_result(results),
-        min_output_tok_s=min_output_tok_s,
-        min_request_s=min_request_s,
-        max_ttft_ms_median=max_ttft_ms_median,
-        max_ttft_ms_p99=max_ttft_ms_p99,
-        max_itl_ms_p99=max_itl_ms_p99,
-        max_tpot_ms_median=max_tpot_ms_median,
-        max_e2e_ms_p99=max_e2e_ms_p99,
-        max_error_rate=max_error_rate,
-    )
+    result = median_result(results)
+    given = floors_given(locals())
+    outcome = judge(result, given, max_error_rate, server_check(ctx.server, result))
     if repeats > 1:
         outcome.context["repeats"] = f"median of {repeats} runs; output tok/s per run: " + ", ".join(
             f"{r.output_throughput:.1f}" for r in results

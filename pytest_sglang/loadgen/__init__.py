@@ -1,14 +1,19 @@
 """The load generator: ``run_load(url, LoadSpec(...)) -> LoadResult`` with SGLang bench_serving metrics.
 
-Plain Python, usable without pytest. See docs/loadgen.md.
+Plain Python, usable without pytest. See docs/loadgen.md. Memory is bounded whatever the number of
+requests (prompts are built as requests start, records beyond ``LoadSpec.max_records`` are sampled),
+every wait has a deadline (``request_timeout_s`` per request, ``load_timeout_s`` for the whole
+load), and Ctrl-C stops the load at once, in every mode.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import sys
+import threading
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_sglang.loadgen import clock
 from pytest_sglang.loadgen.multiproc import run_processes
@@ -20,16 +25,22 @@ from pytest_sglang.redaction import register
 
 __all__ = ["LoadResult", "LoadSpec", "RequestRecord", "run_load"]
 
+T = TypeVar("T")
+#: Seconds the worker thread gets to unwind after Ctrl-C (its requests are cancelled first).
+_UNWIND_S = 5.0
+
 
 def run_load(
     url: str, spec: LoadSpec, *, api_key: str | None = None, progress: Progress | None = None
 ) -> LoadResult:
     """Run ``spec`` against the SGLang server at ``url`` and return its metrics.
 
-    Per-request failures (HTTP errors, in-band errors, cut-off streams, wrong token counts) are
-    counted in the result; :class:`~pytest_sglang.errors.LoadGenError` means the load could not run
-    at all (nothing answers at ``url``, the warmup was rejected). ``progress(done, total)`` is called
-    as requests finish. Safe to call from inside a running event loop (runs in a worker thread).
+    Per-request failures (HTTP errors, in-band errors, cut-off streams, wrong token counts,
+    timeouts) are counted in the result; :class:`~pytest_sglang.errors.LoadGenError` means the load
+    could not run at all (nothing answers at ``url``, the warmup was rejected). When the load's
+    deadline passes, the result counts the requests in flight as timeouts and the rest as
+    ``not_sent``. ``progress(done, total)`` is called as requests finish. Safe to call from inside
+    a running event loop (runs in a worker thread).
     """
     register(api_key)
     base = url.rstrip("/")
@@ -37,13 +48,15 @@ def run_load(
         shard, duration = run_processes(base, spec, api_key, progress)
     else:
         shard, duration = _run_async(run_single(base, spec, api_key, progress))
-    return LoadResult.from_records(
+    return LoadResult.from_collector(
         spec,
-        shard.records,
+        shard.collector,
         duration,
         url=base,
         server_view=shard.server_view,
         warmup_errors=shard.warmup_errors,
+        not_sent=shard.not_sent,
+        stopped=shard.stopped,
     )
 
 
@@ -52,6 +65,51 @@ def _run_async(coro: Coroutine[Any, Any, tuple[ShardResult, float]]) -> tuple[Sh
         asyncio.get_running_loop()
     except RuntimeError:
         return clock.run(coro)
-    # Called from async code (e.g. an async test): asyncio.run would refuse, so use a thread.
+    return _run_in_thread(coro)
+
+
+def _run_in_thread(coro: Coroutine[Any, Any, T]) -> T:
+    """Called from async code (e.g. an async test): ``asyncio.run`` would refuse, so use a thread.
+
+    Signals reach the main thread only. A Ctrl-C there (a ``KeyboardInterrupt``, or, under
+    ``asyncio.run``, a cancel of the caller's task) cancels the worker's main task, which cancels
+    every request, before the interrupt goes on.
+    """
+    handle: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = []
+    interrupted = threading.Event()
+    caller = asyncio.current_task()
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        handle.append((asyncio.get_running_loop(), task))
+        if interrupted.is_set():  # Ctrl-C came before this thread got going
+            coro.close()
+            raise asyncio.CancelledError
+        return await coro
+
+    def stop(future: concurrent.futures.Future[T]) -> None:
+        interrupted.set()
+        for loop, task in handle:
+            loop.call_soon_threadsafe(task.cancel)
+        concurrent.futures.wait([future], timeout=_UNWIND_S)
+
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(clock.run, coro).result()
+        future = pool.submit(clock.run, main())
+        try:
+            while True:
+                try:
+                    return future.result(timeout=0.1)
+                except concurrent.futures.TimeoutError:
+                    if _cancelling(caller):  # asyncio.Runner turned the Ctrl-C into a cancel
+                        stop(future)
+                        raise asyncio.CancelledError from None
+        except KeyboardInterrupt:
+            stop(future)
+            raise
+
+
+def _cancelling(task: asyncio.Task[Any] | None) -> bool:
+    if task is None or sys.version_info < (3, 11):
+        return False
+    return task.cancelling() > 0

@@ -2,6 +2,8 @@
 
 The default httpx transport decodes chunked HTTP in pure Python (about 5x slower here, see
 docs/loadgen.md); ``httpx_aiohttp.AiohttpTransport`` keeps httpx's API on aiohttp's C parser.
+Everything read from the server is bounded: an error body by :data:`MAX_ERROR_BODY`, a stream line
+by :func:`max_line_bytes`, a whole request by its timeout.
 """
 
 from __future__ import annotations
@@ -17,14 +19,16 @@ import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
+from pytest_sglang.loadgen.bodies import PATHS, request_body
 from pytest_sglang.loadgen.clock import stream_clock
 from pytest_sglang.loadgen.datasets import Prompt
-from pytest_sglang.loadgen.record import RequestRecord, describe_exc, is_timeout
+from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.spec import LoadSpec
-from pytest_sglang.loadgen.streams import PATHS, StreamReader, make_reader, request_body
-from pytest_sglang.redaction import scrub
+from pytest_sglang.loadgen.streams import StreamReader, make_reader
 
 _DATA = b"data:"
+#: Bytes of a non-200 body read for its error message (the rest is not read at all).
+MAX_ERROR_BODY = 64 * 1024
 
 
 def make_client(url: str, *, api_key: str | None, connections: int | None) -> httpx.AsyncClient:
@@ -47,6 +51,15 @@ def make_client(url: str, *, api_key: str | None, connections: int | None) -> ht
     )
 
 
+def max_line_bytes(output_len: int) -> int:
+    """Return the longest ``data:`` line a stream of ``output_len`` tokens can need.
+
+    SGLang's cumulative chunks repeat all text and ids so far (a token is a few bytes of each, escaping
+    included).
+    """
+    return 1024 * 1024 + 128 * output_len
+
+
 async def send_request(
     client: httpx.AsyncClient,
     spec: LoadSpec,
@@ -60,6 +73,8 @@ async def send_request(
     expected = prompt.output_len if output_len is None else output_len
     rec = RequestRecord(index=index, prompt_len=prompt.prompt_len, expected_output_len=expected)
     body = json.dumps(request_body(spec, prompt, expected)).encode()
+    del prompt  # in flight, only the encoded body is held (a token id list costs ~7x its JSON)
+    limit = spec.request_timeout(expected)
     perf = time.perf_counter
     start = perf()
     rec.start_time = time.time()  # the same moment on the wall clock, to match server timestamps
@@ -67,35 +82,42 @@ async def send_request(
     reader = make_reader(spec.api, rec, start, spec.ignore_eos)
     state = {"headers": False}
     try:
-        await _within(spec.timeout_s, _stream(client, spec, body, reader, state))
+        await _within(limit, _stream(client, spec, body, reader, state))
     except asyncio.TimeoutError:
         rec.fail(
             "timeout",
-            f"no complete answer within timeout_s={spec.timeout_s:g} s ({rec.chunks} chunks received)",
+            f"no complete answer within request_timeout_s={limit:g} s ({rec.chunks} chunks received)",
         )
     except (httpx.HTTPError, aiohttp.ClientError, OSError) as exc:
-        kind = "timeout" if is_timeout(exc) else "truncated" if state["headers"] else "connection"
-        rec.fail(kind, scrub(describe_exc(exc)))
+        rec.fail(_kind(exc, state["headers"]), describe_exc(exc))
     if rec.error_kind is not None and rec.error_kind.startswith("http_"):
         return rec
     return reader.finish()
+
+
+def _kind(exc: BaseException, headers_seen: bool) -> str:
+    if is_refused(exc):
+        return "refused"
+    if is_timeout(exc):
+        return "timeout"
+    return "truncated" if headers_seen else "connection"
 
 
 async def _stream(
     client: httpx.AsyncClient, spec: LoadSpec, body: bytes, reader: StreamReader, state: dict[str, bool]
 ) -> None:
     rec = reader.record
-    perf = time.perf_counter
     clock = stream_clock()
     mark, t = clock.count, 0.0
+    longest = max_line_bytes(rec.expected_output_len)
     async with client.stream(
         "POST", PATHS[spec.api], content=body, headers={"Content-Type": "application/json"}
     ) as resp:
         state["headers"] = True
         if resp.status_code != 200:
-            text = (await resp.aread())[:500].decode("utf-8", "replace")
-            rec.e2e = perf() - reader.start
-            rec.fail(f"http_{resp.status_code}", scrub(_error_message(text)))
+            text = (await _read_some(resp, MAX_ERROR_BODY))[:2000].decode("utf-8", "replace")
+            rec.e2e = time.perf_counter() - reader.start
+            rec.fail(f"http_{resp.status_code}", _error_message(text))
             return
         buf = b""
         async for chunk in resp.aiter_bytes():
@@ -105,12 +127,28 @@ async def _stream(
             for line in lines:
                 if line.startswith(_DATA):
                     reader.feed(t, line[5:].strip())
+            if len(buf) > longest:
+                reader.violate(f"a stream line longer than {longest:,} bytes for {rec.expected_output_len} tokens")
+            if reader.stop:
+                return  # leaving the block closes the connection: nothing more is read
             mark = clock.count
 
 
+async def _read_some(resp: httpx.Response, limit: int) -> bytes:
+    data = b""
+    async for chunk in resp.aiter_bytes():
+        data += chunk
+        if len(data) >= limit:
+            break
+    return data[:limit]
+
+
 async def _within(timeout_s: float, coro: Coroutine[Any, Any, None]) -> None:
-    """Run ``coro`` with a deadline. ``asyncio.wait_for`` before Python 3.12 wraps it in a new
-    task, which delays writing each request by one loop iteration; ``asyncio.timeout`` does not."""
+    """Run ``coro`` with a deadline.
+
+    ``asyncio.wait_for`` before Python 3.12 wraps it in a new task, which delays writing each request by
+    one loop iteration; ``asyncio.timeout`` does not.
+    """
     if sys.version_info >= (3, 11):
         async with asyncio.timeout(timeout_s):
             await coro
@@ -120,7 +158,7 @@ async def _within(timeout_s: float, coro: Coroutine[Any, Any, None]) -> None:
 
 def _error_message(text: str) -> str:
     try:
-        data: Any = json.loads(text)
+        data: object = json.loads(text)
     except ValueError:
         return text.strip()
     if isinstance(data, dict) and "error" in data:
@@ -131,3 +169,36 @@ def _error_message(text: str) -> str:
     if isinstance(data, dict) and "detail" in data:
         return str(data["detail"])
     return text.strip()
+
+
+def _root(exc: BaseException) -> BaseException:
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return exc
+
+
+def is_refused(exc: BaseException) -> bool:
+    """Classify ``exc`` by its innermost cause.
+
+    httpx_aiohttp maps aiohttp errors onto httpx types loosely (a refused connection surfaces as
+    ``httpx.ConnectTimeout``), so the innermost cause decides.
+    """
+    root = _root(exc)
+    if isinstance(root, aiohttp.ClientConnectorError):
+        return isinstance(root.os_error, ConnectionRefusedError)
+    return isinstance(root, ConnectionRefusedError)
+
+
+def is_timeout(exc: BaseException) -> bool:
+    root = _root(exc)
+    # aiohttp's read timeouts subclass asyncio.TimeoutError (not the builtin one before Python 3.11).
+    return isinstance(root, (TimeoutError, asyncio.TimeoutError))
+
+
+def describe_exc(exc: BaseException) -> str:
+    """The root cause of a transport error in a few words."""
+    root = _root(exc)
+    if is_refused(exc):
+        return f"connection refused ({root})"
+    text = str(root)
+    return f"{type(root).__name__}: {text}" if text else type(root).__name__

@@ -1,5 +1,6 @@
-"""Receive timestamps taken when the event loop learns that data arrived, not when a stream's
-coroutine gets round to it.
+"""Receive timestamps taken when the event loop learns that data arrived.
+
+The time is read then, not when a stream's coroutine gets round to it.
 
 At 64 concurrent streams the server emits a burst of 64 chunks per decode step. One event loop
 handles them one after another, so a ``perf_counter()`` read in stream k's coroutine is late by the
@@ -39,7 +40,7 @@ _perf = time.perf_counter
 LONG_ITERATION_S = 0.003
 
 
-class WakeSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+class WakeSelector(selectors.DefaultSelector):
     """The platform's default selector, noting when each ``select()`` returned (perf_counter)."""
 
     def __init__(self) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.loadgen.spec import LoadSpec, dataset_parts
+from pytest_sglang.loadgen.spec import MAX_LEN, LoadSpec, dataset_parts
 
 #: Rough characters per token for text prompts when no tokenizer is at hand (the server's own
 #: ``prompt_tokens`` replaces the estimate once a request completes).
@@ -21,50 +21,74 @@ _SHAREGPT_FIX = 'give a ShareGPT JSON list of {"conversations": [{"from": "human
 _JSONL_FIX = 'write one object per line, e.g. {"prompt": "Hello", "output_len": 64}'
 
 
+#: A prompt: text, token ids (native/completions) or chat messages (JSON objects from a dataset file).
+PromptValue = str | list[int] | list[dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class Prompt:
     """One request's input: token ids (native/completions) or text, and the lengths asked for."""
 
-    prompt: str | list[int] | list[dict[str, Any]]
+    prompt: PromptValue
     prompt_len: int
     output_len: int
 
 
-def build_prompts(spec: LoadSpec, count: int | None = None, *, seed_offset: int = 0) -> list[Prompt]:
-    """``count`` prompts (default ``spec.requests``) for ``spec``, reproducible from ``spec.seed``."""
-    n = spec.requests if count is None else count
-    rng = random.Random(spec.seed + seed_offset)
-    kind, path = dataset_parts(spec.dataset)
-    if kind == "random-ids":
-        return [_random_prompt(spec, rng) for _ in range(n)]
-    base = _read_sharegpt(Path(path)) if kind == "sharegpt" else _read_jsonl(Path(path))
-    out = []
-    for i in range(n):
-        text, out_len = base[i % len(base)]
+class PromptSource:
+    """The prompt of request ``index``, built on demand and reproducible from ``spec.seed``.
+
+    Each request draws from its own generator (seeded with the spec's seed and its index), so a
+    load of any size needs memory for the prompts in flight only, and any process can build its
+    share of a load without the others'. Dataset files are read once, here, so that a bad file is
+    an error before anything is sent.
+    """
+
+    def __init__(self, spec: LoadSpec, *, seed_offset: int = 0) -> None:
+        self.spec = spec
+        self.seed = spec.seed + seed_offset
+        kind, path = dataset_parts(spec.dataset)
+        self._base: list[tuple[PromptValue, int | None]] | None = None
+        if kind == "sharegpt":
+            self._base = list(_read_sharegpt(Path(path)))
+        elif kind == "jsonl":
+            self._base = _read_jsonl(Path(path))
+        self._vocab = range(10, spec.vocab_size)
+
+    def get(self, index: int) -> Prompt:
+        rng = random.Random(f"{self.seed}:{index}")
+        spec = self.spec
+        if self._base is None:
+            return _random_prompt(spec, rng, self._vocab)
+        text, out_len = self._base[index % len(self._base)]
         length = out_len if out_len is not None else _draw(spec.output_len, spec.range_ratio, rng)
-        out.append(Prompt(text, _estimate_len(text), length))
-    return out
+        return Prompt(text, _estimate_len(text), length)
+
+
+def build_prompts(spec: LoadSpec, count: int | None = None, *, seed_offset: int = 0) -> list[Prompt]:
+    """``count`` prompts (default ``spec.requests``) for ``spec``: a list, for tests and tools only."""
+    source = PromptSource(spec, seed_offset=seed_offset)
+    return [source.get(i) for i in range(spec.requests if count is None else count)]
 
 
 def _draw(length: int, ratio: float, rng: random.Random) -> int:
     return rng.randint(max(int(length * ratio), 1), length)
 
 
-def _random_prompt(spec: LoadSpec, rng: random.Random) -> Prompt:
+def _random_prompt(spec: LoadSpec, rng: random.Random, vocab: range) -> Prompt:
     in_len = _draw(spec.input_len, spec.range_ratio, rng)
     out_len = _draw(spec.output_len, spec.range_ratio, rng)
-    ids = [rng.randrange(10, spec.vocab_size) for _ in range(in_len)]
+    ids = rng.choices(vocab, k=in_len)
     if spec.api == "chat":
         # Chat takes text only: one short word per wanted token (the server reports the true count).
         return Prompt(" ".join(f"w{i % 97}" for i in ids), in_len, out_len)
     return Prompt(ids, in_len, out_len)
 
 
-def _estimate_len(prompt: str | list[int] | list[dict[str, Any]]) -> int:
+def _estimate_len(prompt: PromptValue) -> int:
     if isinstance(prompt, str):
         return max(1, len(prompt) // CHARS_PER_TOKEN)
     if prompt and isinstance(prompt[0], dict):
-        return max(1, sum(len(str(m.get("content", ""))) for m in prompt) // CHARS_PER_TOKEN)  # type: ignore[union-attr]
+        return max(1, sum(len(str(m.get("content", ""))) for m in prompt) // CHARS_PER_TOKEN)
     return len(prompt)
 
 
@@ -101,9 +125,9 @@ def _read_sharegpt(path: Path) -> list[tuple[str, int | None]]:
     return prompts
 
 
-def _read_jsonl(path: Path) -> list[tuple[Any, int | None]]:
+def _read_jsonl(path: Path) -> list[tuple[PromptValue, int | None]]:
     """One JSON object per line: ``prompt`` (text or ids) or ``messages``; optional ``output_len``."""
-    prompts: list[tuple[Any, int | None]] = []
+    prompts: list[tuple[PromptValue, int | None]] = []
     for lineno, line in enumerate(_read_text(path, "jsonl").splitlines(), 1):
         if not line.strip():
             continue
@@ -112,10 +136,14 @@ def _read_jsonl(path: Path) -> list[tuple[Any, int | None]]:
         except json.JSONDecodeError as exc:
             raise _load_error(path, f"line {lineno} is not JSON ({exc.msg})", _JSONL_FIX) from None
         prompt = row.get("prompt", row.get("text", row.get("messages"))) if isinstance(row, dict) else None
-        if not prompt:
+        if not prompt or not isinstance(prompt, (str, list)):
             raise _load_error(path, f"line {lineno} has no prompt, text or messages", _JSONL_FIX)
         out_len = row.get("output_len")
-        prompts.append((prompt, int(out_len) if out_len is not None else None))
+        if out_len is not None and (isinstance(out_len, bool) or not isinstance(out_len, int)
+                                    or not 1 <= out_len <= MAX_LEN):
+            raise _load_error(path, f"line {lineno} has output_len={out_len!r}",
+                              f"give output_len as a whole number from 1 to {MAX_LEN:,}")
+        prompts.append((prompt, out_len))
     if not prompts:
         raise _load_error(path, "is empty", 'write one object per line, e.g. {"prompt": "Hello"}')
     return prompts

@@ -3,117 +3,147 @@
 Each child builds its client, then all meet at a barrier; right after it, each child notes
 ``time.time()`` and ``perf_counter()`` together. Record times (perf_counter offsets) are shifted by
 the child's wall-clock start minus the earliest one, so all records share the parent's timeline
-(wall clocks of processes on one host agree to microseconds).
+(wall clocks of processes on one host agree to microseconds). Each child builds its own prompts
+(every ``processes``-th request) and sends back a bounded :class:`Collector`, never all records.
+The parent stops every child when it is interrupted (Ctrl-C) or fails: nothing outlives the call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import multiprocessing
 import queue
 import time
-from typing import Any
+from dataclasses import dataclass, field
+from multiprocessing.context import SpawnProcess
+from multiprocessing.queues import Queue
+from multiprocessing.sharedctypes import Synchronized
+from multiprocessing.synchronize import Barrier
 
 from pytest_sglang.errors import LoadGenError
 from pytest_sglang.loadgen import clock
 from pytest_sglang.loadgen.client import make_client
-from pytest_sglang.loadgen.datasets import build_prompts
-from pytest_sglang.loadgen.record import RequestRecord
-from pytest_sglang.loadgen.runner import Progress, Shard, ShardResult, probe, run_shard, split, warmup
+from pytest_sglang.loadgen.collect import Collector
+from pytest_sglang.loadgen.datasets import PromptSource
+from pytest_sglang.loadgen.runner import Progress, Shard, ShardResult, probe, run_shard, warmup
 from pytest_sglang.loadgen.runner import flush_cache as do_flush
 from pytest_sglang.loadgen.spec import LoadSpec
 
 #: Spawned children must import the package and build a client; allow for a loaded machine.
 BARRIER_TIMEOUT_S = 120.0
+#: Seconds a child gets to exit after SIGTERM before it is killed.
+STOP_GRACE_S = 1.0
 
 
-def _child(
-    url: str,
-    spec_data: dict[str, Any],
-    shard: Shard,
-    api_key: str | None,
-    sample: bool,
-    barrier: Any,
-    out: Any,
-    done: Any,
-) -> None:
-    spec = LoadSpec.from_dict(spec_data)
+@dataclass
+class ChildReport:
+    """What a client process sends back: its records (bounded) or why it failed."""
 
-    async def main() -> tuple[ShardResult, float]:
-        client = make_client(url, api_key=api_key, connections=shard.concurrency)
+    wall: float = 0.0
+    #: Seconds from the child's start (its ``wall``) to the end of its last request.
+    end: float = 0.0
+    collector: Collector | None = None
+    server_view: dict[str, float] = field(default_factory=dict)
+    not_sent: int = 0
+    stopped: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ChildJob:
+    url: str
+    spec: LoadSpec
+    shard: Shard
+    api_key: str | None
+    sample: bool
+    #: Records kept by this child (its share of ``spec.max_records``).
+    cap: int
+    #: The load's deadline on the wall clock (``time.time()``), shared by all processes.
+    deadline_wall: float
+
+
+def _child(job: ChildJob, barrier: Barrier, out: Queue[ChildReport], done: Synchronized[int]) -> None:
+    async def main() -> ChildReport:
+        client = make_client(job.url, api_key=job.api_key, connections=job.shard.concurrency)
         async with client:
             await asyncio.get_running_loop().run_in_executor(None, barrier.wait, BARRIER_TIMEOUT_S)
             wall, base = time.time(), time.perf_counter()
+            deadline = asyncio.get_running_loop().time() + (job.deadline_wall - wall)
 
             def tick(_done: int, _total: int) -> None:
                 with done.get_lock():
                     done.value += 1
 
-            result = await run_shard(client, spec, shard, clock_base=base, progress=tick, sample=sample)
-            return result, wall
+            result = await run_shard(client, job.spec, job.shard, clock_base=base, deadline=deadline,
+                                     cap=job.cap, progress=tick, sample=job.sample)
+            return ChildReport(wall, result.end, result.collector, result.server_view, result.not_sent,
+                               result.stopped)
 
     try:
-        result, wall = clock.run(main())
-        out.put(("ok", wall, [r.to_dict() for r in result.records], result.server_view))
+        report = clock.run(main())
     except BaseException as exc:  # report anything to the parent rather than dying silently
-        out.put(("error", 0.0, f"{type(exc).__name__}: {exc}", {}))
+        report = ChildReport(error=f"{type(exc).__name__}: {exc}")
+    out.put(report)
 
 
 def run_processes(
     url: str, spec: LoadSpec, api_key: str | None, progress: Progress | None = None
 ) -> tuple[ShardResult, float]:
     """Run ``spec`` over ``spec.processes`` spawned processes. Warmup and flush run here first."""
+    deadline_wall = time.time() + spec.load_timeout()
+    PromptSource(spec)  # a bad dataset file is an error here, not in every child
 
     async def prepare() -> list[str]:
+        deadline = asyncio.get_running_loop().time() + (deadline_wall - time.time())
         async with make_client(url, api_key=api_key, connections=spec.concurrency) as client:
             await probe(client, url)
-            warm = await warmup(client, spec, url)
+            warm = await warmup(client, spec, url, deadline)
             if spec.flush_cache:
                 await do_flush(client, url)
             return warm
 
     warm = clock.run(prepare())
     ctx = multiprocessing.get_context("spawn")  # fork + a parent's event loop/threads is unsafe
-    shards = split(spec, build_prompts(spec), spec.processes)
-    barrier = ctx.Barrier(len(shards))
-    out = ctx.Queue()
-    done = ctx.Value("i", 0)
+    parts = spec.processes
+    barrier = ctx.Barrier(parts)
+    out: Queue[ChildReport] = ctx.Queue()
+    done: Synchronized[int] = ctx.Value("i", 0)
     procs = [
-        ctx.Process(
-            target=_child,
-            args=(
-                url,
-                spec.to_dict(),
-                shard,
-                api_key,
-                i == 0 and spec.sample_server_metrics,
-                barrier,
-                out,
-                done,
-            ),
-            daemon=True,
-        )
-        for i, shard in enumerate(shards)
+        ctx.Process(target=_child, args=(_job(url, spec, api_key, k, deadline_wall), barrier, out, done),
+                    daemon=True)
+        for k in range(parts)
     ]
     for p in procs:
         p.start()
     try:
-        parts = _collect(out, procs, done, spec.requests, progress)
+        reports = _collect(out, procs, done, spec.requests, progress, deadline_wall + BARRIER_TIMEOUT_S)
     finally:
-        for p in procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
-    return _merge(parts, warm)
+        _stop(procs)
+    return _merge(spec, reports, warm)
 
 
-def _collect(
-    out: Any, procs: list[Any], done: Any, total: int, progress: Progress | None
-) -> list[tuple[float, list[dict[str, Any]], dict[str, float]]]:
-    parts: list[tuple[float, list[dict[str, Any]], dict[str, float]]] = []
-    while len(parts) < len(procs):
+def _job(url: str, spec: LoadSpec, api_key: str | None, k: int, deadline_wall: float) -> ChildJob:
+    """Return every ``processes``-th request from ``k``, with concurrency and rate divided.
+
+    A sum of Poisson streams is Poisson.
+    """
+    parts = spec.processes
+    conc = None
+    if spec.concurrency is not None:
+        conc = spec.concurrency // parts + (1 if k < spec.concurrency % parts else 0)
+    rate = spec.request_rate / parts if spec.request_rate is not None else None
+    shard = Shard(k, parts, conc, rate, spec.seed + 7919 * k)
+    return ChildJob(url, spec, shard, api_key, k == 0 and spec.sample_server_metrics,
+                    math.ceil(spec.max_records / parts), deadline_wall)
+
+
+def _collect(out: Queue[ChildReport], procs: list[SpawnProcess], done: Synchronized[int], total: int,
+             progress: Progress | None, give_up_wall: float) -> list[ChildReport]:
+    reports: list[ChildReport] = []
+    while len(reports) < len(procs):
         try:
-            status, wall, payload, view = out.get(timeout=0.2)
+            report = out.get(timeout=0.2)
         except queue.Empty:
             if progress:
                 progress(done.value, total)
@@ -122,30 +152,48 @@ def _collect(
                     "a load-generator process exited without a result. "
                     "Fix: run with processes=1 to see the error."
                 ) from None
+            if time.time() > give_up_wall:
+                raise LoadGenError(
+                    f"the load-generator processes did not report within {BARRIER_TIMEOUT_S:g} s after the "
+                    "load's deadline (load_timeout_s). Fix: run with processes=1 to see what hangs."
+                ) from None
             continue
-        if status != "ok":
+        if report.error:
             raise LoadGenError(
-                f"a load-generator process failed: {payload}. Fix: run with processes=1 "
+                f"a load-generator process failed: {report.error}. Fix: run with processes=1 "
                 "to see the error in this process."
             )
-        parts.append((wall, payload, view))
+        reports.append(report)
     if progress:
         progress(total, total)
-    return parts
+    return reports
 
 
-def _merge(
-    parts: list[tuple[float, list[dict[str, Any]], dict[str, float]]], warm: list[str]
-) -> tuple[ShardResult, float]:
-    t0 = min(wall for wall, _, _ in parts)
-    records: list[RequestRecord] = []
+def _stop(procs: list[SpawnProcess]) -> None:
+    """End every child now (they have reported, or the parent is giving up / interrupted)."""
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    limit = time.monotonic() + STOP_GRACE_S
+    for p in procs:
+        p.join(timeout=max(0.0, limit - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join(timeout=STOP_GRACE_S)
+
+
+def _merge(spec: LoadSpec, reports: list[ChildReport], warm: list[str]) -> tuple[ShardResult, float]:
+    t0 = min(r.wall for r in reports)
+    merged = Collector(spec.max_records, seed=spec.seed)
     view: dict[str, float] = {}
-    for wall, rows, part_view in parts:
-        shift = wall - t0
-        for row in rows:
-            rec = RequestRecord.from_dict(row)
-            rec.start += shift
-            records.append(rec)
-        view.update(part_view)
-    end = max((r.start + r.e2e for r in records), default=0.0)
-    return ShardResult(records=records, end=end, server_view=view, warmup_errors=warm), end
+    end = 0.0
+    for r in reports:
+        assert r.collector is not None
+        shift = r.wall - t0
+        merged.merge(r.collector, shift)
+        view.update(r.server_view)
+        end = max(end, r.end + shift)
+    stopped = "; ".join(sorted({r.stopped for r in reports if r.stopped}))
+    not_sent = sum(r.not_sent for r in reports)
+    result = ShardResult(merged, end, view, warm, not_sent, stopped)
+    return result, end

@@ -12,10 +12,16 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_sglang.errors import SGLangError
 from pytest_sglang.gates.base import fmt
+from pytest_sglang.redaction import clean_text
+
+if TYPE_CHECKING:
+    import httpx
+
+    from pytest_sglang.server import SGLangServer
 
 
 @dataclass(frozen=True)
@@ -81,37 +87,54 @@ def prefix_ids(i: int, length: int) -> list[int]:
     return [10 + i] + [10 + (i * 7919 + j * 104729) % 990 for j in range(1, length)]
 
 
-def _run_pass(client: Any, prefixes: int, prefix_len: int, tag: int) -> PassResult:
+def _run_pass(client: httpx.Client, prefixes: int, prefix_len: int, tag: int) -> PassResult:
     start, prompt, cached, host, seen = time.perf_counter(), 0, 0, 0, False
     for i in range(prefixes):
-        body = {"input_ids": prefix_ids(i, prefix_len) + [10 + tag, 11 + i],
+        body = {"input_ids": [*prefix_ids(i, prefix_len), 10 + tag, 11 + i],
                 "sampling_params": {"max_new_tokens": 1, "temperature": 0.0}}
         response = client.post("/generate", json=body)
         if response.status_code != 200:
             raise SGLangError(f"POST /generate answered {response.status_code} during the prefix-reuse "
-                              f"workload: {response.text[:300]}\nFix: check the server log; the prompts "
-                              f"are {fmt(prefix_len + 2)} tokens.")
-        meta = response.json().get("meta_info", {})
-        prompt += int(meta.get("prompt_tokens", 0))
-        cached += int(meta.get("cached_tokens", 0))
+                              f"workload: {clean_text(response.text[:300])}\nFix: check the server log; the "
+                              f"prompts are {fmt(prefix_len + 2)} tokens.")
+        meta = _meta(response)
+        prompt += _int(meta.get("prompt_tokens"))
+        cached += _int(meta.get("cached_tokens"))
         details = meta.get("cached_tokens_details")
         seen = seen or isinstance(details, dict)
-        host += int((details or {}).get("host", 0))
+        host += _int(details.get("host")) if isinstance(details, dict) else 0
     return PassResult(time.perf_counter() - start, prompt, cached, host, seen)
 
 
-def load_back_total(server: Any) -> int | None:
+def _meta(response: httpx.Response) -> dict[str, Any]:
+    """``meta_info`` of a /generate answer; anything else is an error that says what came back."""
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    meta = data.get("meta_info") if isinstance(data, dict) else None
+    if not isinstance(meta, dict):
+        raise SGLangError(f"POST /generate answered 200 without a meta_info object during the prefix-reuse "
+                          f"workload: {clean_text(response.text[:200])!r}\nFix: check that the server is SGLang.")
+    return meta
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def load_back_total(server: SGLangServer) -> int | None:
     """Sum of ``sglang:load_back_tokens_total`` over ranks, or None when /metrics is off."""
     try:
         samples = server.metrics().get("sglang:load_back_tokens_total", [])
-    except Exception:  # noqa: BLE001 - metrics are optional corroboration
+    except Exception:  # metrics are optional corroboration
         return None
     return int(sum(s.value for s in samples)) if samples else None
 
 
-def run_prefix_reuse(server: Any, *, device_tokens: int, host_tokens: int, max_input: int) -> ReuseResult:
+def run_prefix_reuse(server: SGLangServer, *, device_tokens: int, host_tokens: int, max_input: int) -> ReuseResult:
     """Send the workload twice, after ``/flush_cache`` so that earlier traffic does not count."""
-    import httpx
+    import httpx  # lazily: the hicache gate module is imported for its keywords alone
 
     prefixes, prefix_len = reuse_workload(device_tokens, host_tokens, max_input)
     with server.client(timeout=httpx.Timeout(600.0, connect=10.0)) as client:

@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_sglang.redaction import clean_text, scrub
+
 #: Error kinds a request can fail with (``LoadResult.errors`` counts them).
 ERROR_KINDS = {
     "http": "non-200 HTTP status (kind is http_<status>)",
@@ -14,15 +16,23 @@ ERROR_KINDS = {
     "truncated": "stream cut off: no [DONE] or no finish_reason",
     "no_tokens": "the stream produced no token text",
     "token_count": "a different number of tokens than asked for, with ignore_eos",
-    "timeout": "no complete answer within the per-request timeout",
+    "token_mismatch": "the server's completion_tokens disagrees with the tokens that arrived",
+    "protocol": "the stream broke SSE/SGLang rules (data after [DONE], an oversized line, ...)",
+    "timeout": "no complete answer within request_timeout_s, or cut off by load_timeout_s",
+    "refused": "connection refused: nothing listened at the URL (the server died or restarted)",
     "connection": "could not connect or send the request",
 }
+#: Longest error text kept per request (server-provided bodies can be anything).
+MAX_ERROR_CHARS = 500
 
 
 @dataclass
 class RequestRecord:
-    """Times are seconds; ``start`` is measured from the start of the run on a clock common to all
-    client processes. Definitions are SGLang bench_serving's (see :mod:`pytest_sglang.loadgen.stats`)."""
+    """One request's outcome and timings, in seconds.
+
+    ``start`` is measured from the start of the run on a clock common to all client processes.
+    Definitions are SGLang bench_serving's (see :mod:`pytest_sglang.loadgen.stats`).
+    """
 
     index: int
     start: float = 0.0
@@ -46,43 +56,30 @@ class RequestRecord:
 
     @property
     def success(self) -> bool:
+        """Whether the request completed without a failure."""
         return self.error_kind is None
 
     def fail(self, kind: str, error: str) -> None:
-        """Record the first failure only: later symptoms follow from it."""
+        """Record the first failure only: later symptoms follow from it.
+
+        The text may come from the server: secrets are masked, escape sequences and control
+        characters removed (they would reach the terminal) and the length bounded.
+        """
         if self.error_kind is None:
             self.error_kind = kind
-            self.error = error
+            self.error = one_line(error)
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-ready data."""
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RequestRecord:
+        """A record read back from :meth:`to_dict` data; unknown keys are ignored."""
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
-def describe_exc(exc: BaseException) -> str:
-    """The root cause of a transport error in a few words.
-
-    httpx_aiohttp maps aiohttp errors onto httpx types loosely (a refused connection surfaces as
-    ``httpx.ConnectTimeout``), so the message is built from the innermost cause instead.
-    """
-    root = exc
-    while root.__cause__ is not None:
-        root = root.__cause__
-    os_error = getattr(root, "os_error", None)
-    if isinstance(root, ConnectionRefusedError) or isinstance(os_error, ConnectionRefusedError):
-        return f"connection refused ({root})"
-    text = str(root)
-    return f"{type(root).__name__}: {text}" if text else type(root).__name__
-
-
-def is_timeout(exc: BaseException) -> bool:
-    root = exc
-    while root.__cause__ is not None:
-        root = root.__cause__
-    return isinstance(root, TimeoutError) or type(root).__name__ in (
-        "ServerTimeoutError",
-        "SocketTimeoutError",
-    )
+def one_line(text: str) -> str:
+    """``text`` made safe for a one-line message: scrubbed, cleaned, whitespace folded, bounded."""
+    flat = " ".join(clean_text(scrub(text)).split())
+    return flat if len(flat) <= MAX_ERROR_CHARS else flat[: MAX_ERROR_CHARS - 3] + "..."

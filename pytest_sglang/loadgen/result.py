@@ -6,11 +6,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from pytest_sglang.loadgen.collect import Collector
 from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.spec import LoadSpec
 from pytest_sglang.loadgen.stats import calculate_metrics, error_counts
 
 _BACKENDS = {"native": "sglang", "completions": "sglang-oai", "chat": "sglang-oai-chat"}
+#: Fields that are not bench_serving metrics (what explains them, and how they were obtained).
+_CONTEXT = frozenset({
+    "spec", "url", "errors", "warmup_errors", "server_view", "records", "not_sent", "stopped",
+    "percentile_sample", "first_failures", "refused_from_s",
+})
 
 
 @dataclass
@@ -62,6 +68,19 @@ class LoadResult:
     warmup_errors: list[str] = field(default_factory=list)
     #: The server's own view sampled from /metrics during the run (empty when /metrics is off).
     server_view: dict[str, float] = field(default_factory=dict)
+    #: Requests never sent: the load's deadline (``load_timeout_s``) passed first.
+    not_sent: int = 0
+    #: Why the load stopped before sending every request ("" when it ran to the end).
+    stopped: str = ""
+    #: Requests the latency percentiles were computed from when they come from a uniform sample
+    #: (more requests than ``LoadSpec.max_records``); 0 when every request counted.
+    percentile_sample: int = 0
+    #: The lowest-numbered failure of each kind ("request N: kind: reason"), kept even when the
+    #: records are a sample.
+    first_failures: dict[str, str] = field(default_factory=dict)
+    #: Seconds from the start of the timed run to the first request whose connection was refused
+    #: (the server died or stopped listening), or None.
+    refused_from_s: float | None = None
     records: list[RequestRecord] = field(default_factory=list, repr=False)
 
     @classmethod
@@ -75,6 +94,7 @@ class LoadResult:
         server_view: dict[str, float] | None = None,
         warmup_errors: Sequence[str] = (),
     ) -> LoadResult:
+        """Aggregate the per-request ``records`` of a run that took ``duration`` seconds."""
         records = sorted(records, key=lambda r: r.index)
         return cls(
             spec=spec,
@@ -86,23 +106,74 @@ class LoadResult:
             **calculate_metrics(records, duration),
         )
 
+    @classmethod
+    def from_collector(
+        cls,
+        spec: LoadSpec,
+        collector: Collector,
+        duration: float,
+        *,
+        url: str = "",
+        server_view: dict[str, float] | None = None,
+        warmup_errors: Sequence[str] = (),
+        not_sent: int = 0,
+        stopped: str = "",
+    ) -> LoadResult:
+        """The result of a run whose records went through a :class:`Collector` (bounded memory)."""
+        return cls(
+            spec=spec,
+            url=url,
+            errors=dict(sorted(collector.errors.items())),
+            warmup_errors=list(warmup_errors),
+            server_view=dict(server_view or {}),
+            records=sorted(collector.records, key=lambda r: r.index),
+            not_sent=not_sent,
+            stopped=stopped,
+            percentile_sample=len(collector.records) if collector.sampled else 0,
+            first_failures=collector.failure_examples(),
+            refused_from_s=collector.refused_from,
+            **collector.metrics(duration),
+        )
+
+    @property
+    def total(self) -> int:
+        """Requests the spec asked for that this result accounts for (sent or not)."""
+        return self.completed + self.failed + self.not_sent
+
     @property
     def error_rate(self) -> float:
-        total = self.completed + self.failed
-        return self.failed / total if total else 1.0
+        """Failed requests (timeouts included) over the requests sent: 1.0 when none was."""
+        sent = self.completed + self.failed
+        return self.failed / sent if sent else 1.0
+
+    @property
+    def timeouts(self) -> int:
+        """How many requests failed by timing out."""
+        return self.errors.get("timeout", 0)
 
     def failure_examples(self, limit: int = 3) -> list[str]:
         """The first failure reason of each kind, for messages."""
+        if self.first_failures:
+            return list(self.first_failures.values())[:limit]
         seen: dict[str, str] = {}
         for r in self.records:
             if r.error_kind and r.error_kind not in seen:
                 seen[r.error_kind] = f"request {r.index}: {r.error_kind}: {r.error}"
         return list(seen.values())[:limit]
 
+    def sampling_note(self) -> str | None:
+        """How the figures were obtained when not from every request (None when they were)."""
+        if not self.percentile_sample:
+            return None
+        return (
+            f"latency percentiles (median, p90, p95, p99) from a uniform sample of "
+            f"{self.percentile_sample:,} of {self.completed + self.failed:,} requests (LoadSpec.max_records); "
+            "counts, means, std, max ITL and throughput from every request"
+        )
+
     def metrics(self) -> dict[str, Any]:
         """Only the bench_serving metric keys."""
-        skip = {"spec", "url", "errors", "warmup_errors", "server_view", "records"}
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _CONTEXT}
 
     def to_dict(self, *, records: bool = False) -> dict[str, Any]:
         """bench_serving's JSON line keys, plus ``errors``, ``server_view`` and the spec."""
@@ -118,6 +189,11 @@ class LoadResult:
             "errors": dict(self.errors),
             "warmup_errors": list(self.warmup_errors),
             "server_view": dict(self.server_view),
+            "not_sent": self.not_sent,
+            "stopped": self.stopped,
+            "percentile_sample": self.percentile_sample,
+            "first_failures": dict(self.first_failures),
+            "refused_from_s": self.refused_from_s,
             "spec": self.spec.to_dict(),
         }
         if records:
@@ -126,6 +202,7 @@ class LoadResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LoadResult:
+        """A result read back from :meth:`to_dict` data (a report or a baseline)."""
         spec = LoadSpec.from_dict(data["spec"])
         names = {f.name for f in fields(cls)} - {"spec", "records"}
         values = {k: v for k, v in data.items() if k in names}

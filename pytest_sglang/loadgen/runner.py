@@ -1,61 +1,175 @@
-"""The asyncio engine: arrivals (Poisson/gamma as bench_serving), concurrency cap, warmup, flush."""
+"""The asyncio engine: arrivals (Poisson/gamma as bench_serving), concurrency cap, warmup, flush.
+
+Requests start lazily: a request's prompt is built when it starts, at most ``concurrency`` request
+tasks exist at a time (with a rate and no cap, those that have arrived and not finished), and each
+finished record goes to a bounded :class:`~pytest_sglang.loadgen.collect.Collector`. Memory does not
+grow with ``requests``. One deadline (``LoadSpec.load_timeout``) covers probe, warmup, flush and the
+timed run: when it passes, requests in flight are cancelled and count as timeouts, the rest are not
+sent. Cancelling the run (Ctrl-C: ``asyncio.Runner`` cancels the main task) cancels every request in
+flight before the cancellation goes on.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
 from pytest_sglang.errors import LoadGenError
-from pytest_sglang.loadgen.client import make_client, send_request
-from pytest_sglang.loadgen.datasets import Prompt, build_prompts
-from pytest_sglang.loadgen.record import RequestRecord, describe_exc
-from pytest_sglang.loadgen.servermetrics import MetricsSampler
-from pytest_sglang.loadgen.spec import LoadSpec
+from pytest_sglang.loadgen.client import describe_exc, make_client, send_request
+from pytest_sglang.loadgen.collect import Collector
+from pytest_sglang.loadgen.datasets import PromptSource
+from pytest_sglang.loadgen.record import RequestRecord, one_line
+from pytest_sglang.loadgen.servermetrics import MetricsSampler, read_bounded
+from pytest_sglang.loadgen.spec import WARMUP_MAX_TOKENS, LoadSpec
 from pytest_sglang.redaction import scrub
 
 Progress = Callable[[int, int], None]
-#: Warmup requests ask for at most this many tokens (as bench_serving).
-WARMUP_MAX_TOKENS = 32
+RequestFactory = Callable[[int], Coroutine[Any, Any, RequestRecord]]
+#: Seconds given to cancelled requests to unwind (close their connections) on Ctrl-C.
+CANCEL_GRACE_S = 1.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Shard:
-    """The part of a load one process runs: prompts with their global indices."""
+    """The part of a load one process runs: requests ``first``, ``first + step``, ... (global indices)."""
 
-    prompts: list[Prompt]
-    indices: list[int]
+    first: int
+    step: int
     concurrency: int | None
     request_rate: float | None
     seed: int
 
+    def indices(self, total: int) -> range:
+        return range(self.first, total, self.step)
+
 
 @dataclass
 class ShardResult:
-    records: list[RequestRecord]
+    collector: Collector
     #: Seconds from the common start to the end of the last request.
     end: float
     server_view: dict[str, float] = field(default_factory=dict)
     warmup_errors: list[str] = field(default_factory=list)
+    not_sent: int = 0
+    stopped: str = ""
 
 
-def arrival_gaps(count: int, rate: float | None, burstiness: float, seed: int) -> list[float]:
-    """Inter-arrival times: gamma(shape=burstiness, scale=1/(rate*burstiness)); all 0 without a rate."""
-    if rate is None:
-        return [0.0] * count
+def arrival_offsets(rate: float, burstiness: float, seed: int) -> Iterator[float]:
+    """Return arrival times from the start, in seconds.
+
+    0, then gaps drawn from gamma(shape=burstiness, scale=1/(rate*burstiness)) as bench_serving draws
+    them.
+    """
     rng = random.Random(seed)
     theta = 1.0 / (rate * burstiness)
-    return [rng.gammavariate(burstiness, theta) for _ in range(count)]
+    t = 0.0
+    while True:
+        yield t
+        t += rng.gammavariate(burstiness, theta)
 
 
-async def probe(client: httpx.AsyncClient, url: str) -> None:
+class Driver:
+    """Starts requests lazily under a cap, an arrival schedule and a deadline (``loop.time()``)."""
+
+    def __init__(self, on_record: Callable[[RequestRecord], None], deadline: float,
+                 progress: Progress | None = None, total: int = 0) -> None:
+        self.on_record = on_record
+        self.deadline = deadline
+        self.progress = progress
+        self.total = total
+        self.tasks: dict[asyncio.Task[RequestRecord], int] = {}
+        self.finished = 0
+        self.expired = False
+        self._crash: BaseException | None = None
+
+    async def run(self, indices: Iterable[int], make: RequestFactory, *, cap: int | None,
+                  arrivals: Iterator[float] | None = None, expiry: str = "") -> int:
+        """Run requests ``indices``; returns how many started (fewer when the deadline passed)."""
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        started = 0
+        try:
+            for index in indices:
+                if arrivals is not None and not await self._sleep_until(t0 + next(arrivals)):
+                    break
+                if not await self._room(cap):
+                    break
+                task = loop.create_task(make(index))
+                self.tasks[task] = index
+                task.add_done_callback(self._done)
+                started += 1
+            while self.tasks and await self._room(1):
+                pass
+        except BaseException:
+            await self._cancel_all()  # Ctrl-C or an outer cancel: nothing may outlive the run
+            raise
+        if self.tasks:
+            await self._expire(expiry)
+        if self._crash is not None:
+            raise self._crash
+        return started
+
+    def _left(self) -> float:
+        return self.deadline - asyncio.get_running_loop().time()
+
+    async def _sleep_until(self, when: float) -> bool:
+        delay = when - asyncio.get_running_loop().time()
+        if delay > 0:
+            await asyncio.sleep(min(delay, max(self._left(), 0.0)))
+        return self._alive()
+
+    async def _room(self, cap: int | None) -> bool:
+        """Wait until fewer than ``cap`` requests are in flight; False when the deadline passed."""
+        while cap is not None and len(self.tasks) >= cap and self._alive():
+            await asyncio.wait(list(self.tasks), timeout=max(self._left(), 0.0),
+                               return_when=asyncio.FIRST_COMPLETED)
+        return self._alive()
+
+    def _alive(self) -> bool:
+        if self._crash is not None or self._left() <= 0:
+            self.expired = self._crash is None
+            return False
+        return True
+
+    def _done(self, task: asyncio.Task[RequestRecord]) -> None:
+        self.tasks.pop(task, None)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:  # a bug, not a request failure (those are records): end the run with it
+            self._crash = exc
+            return
+        self.on_record(task.result())
+        self.finished += 1
+        if self.progress is not None:
+            self.progress(self.finished, self.total)
+
+    async def _cancel_all(self) -> list[int]:
+        pending = dict(self.tasks)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(list(pending), timeout=CANCEL_GRACE_S)
+        return [index for task, index in pending.items() if task.cancelled()]
+
+    async def _expire(self, reason: str) -> None:
+        for index in sorted(await self._cancel_all()):
+            rec = RequestRecord(index=index)
+            rec.fail("timeout", reason)
+            self.on_record(rec)
+
+
+async def probe(client: httpx.AsyncClient, url: str, timeout_s: float = 10.0) -> None:
     """Fail fast when nothing answers at ``url`` (any HTTP answer is fine here)."""
     try:
-        await client.get("/health", timeout=10.0)
+        async with client.stream("GET", "/health", timeout=timeout_s) as resp:
+            await read_bounded(resp, 0)
     except httpx.HTTPError as exc:
         raise LoadGenError(
             scrub(
@@ -65,22 +179,21 @@ async def probe(client: httpx.AsyncClient, url: str) -> None:
         ) from None
 
 
-async def warmup(client: httpx.AsyncClient, spec: LoadSpec, url: str) -> list[str]:
+async def warmup(client: httpx.AsyncClient, spec: LoadSpec, url: str, deadline: float) -> list[str]:
     """Warmup requests (not timed). A 4xx answer means the load cannot run at all: LoadGenError."""
     if spec.warmup == 0:
         return []
-    prompts = build_prompts(spec, spec.warmup, seed_offset=10_000)
-    width = min(spec.warmup, spec.concurrency or spec.warmup)
-    sem = asyncio.Semaphore(width)
+    source = PromptSource(spec, seed_offset=10_000)
+    records: list[RequestRecord] = []
 
-    async def one(i: int, p: Prompt) -> RequestRecord:
-        async with sem:
-            return await send_request(
-                client, spec, p, -1 - i, clock_base=0.0, output_len=min(p.output_len, WARMUP_MAX_TOKENS)
-            )
+    def make(i: int) -> Coroutine[Any, Any, RequestRecord]:
+        p = source.get(i)
+        return send_request(client, spec, p, -1 - i, clock_base=0.0, output_len=min(p.output_len, WARMUP_MAX_TOKENS))
 
-    records = await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts)))
-    for r in records:
+    driver = Driver(records.append, deadline)
+    await driver.run(range(spec.warmup), make, cap=min(spec.warmup, spec.concurrency or spec.warmup),
+                     expiry=_expiry(spec, "warmup"))
+    for r in sorted(records, key=lambda r: -r.index):
         if r.error_kind and r.error_kind.startswith("http_4"):
             fix = (
                 "pass the server's API key (api_key= / --api-key)"
@@ -92,13 +205,18 @@ async def warmup(client: httpx.AsyncClient, spec: LoadSpec, url: str) -> list[st
     return [f"{r.error_kind}: {r.error}" for r in records if r.error_kind]
 
 
-async def flush_cache(client: httpx.AsyncClient, url: str) -> None:
-    resp = await client.post("/flush_cache", params={"timeout": 60}, timeout=90.0)
+def _expiry(spec: LoadSpec, phase: str) -> str:
+    return f"cancelled in flight: the load's deadline load_timeout_s={spec.load_timeout():g} s passed ({phase})"
+
+
+async def flush_cache(client: httpx.AsyncClient, url: str, timeout_s: float = 90.0) -> None:
+    async with client.stream("POST", "/flush_cache", params={"timeout": 60}, timeout=timeout_s) as resp:
+        body = await read_bounded(resp, 2000)
     if resp.status_code != 200:
         raise LoadGenError(
             scrub(
                 f"POST {url}/flush_cache?timeout=60 answered {resp.status_code}: "
-                f"{resp.text.strip()[:200]}. Fix: run without flush_cache, or let the "
+                f"{one_line(body)[:200]}. Fix: run without flush_cache, or let the "
                 "server go idle first."
             )
         )
@@ -110,70 +228,66 @@ async def run_shard(
     shard: Shard,
     *,
     clock_base: float,
+    deadline: float,
+    cap: int | None = None,
     progress: Progress | None = None,
     sample: bool = False,
 ) -> ShardResult:
-    """Run one shard's requests; record times relative to ``clock_base`` (a perf_counter value)."""
-    sem = asyncio.Semaphore(shard.concurrency) if shard.concurrency else None
-    total = len(shard.prompts)
-    done = 0
+    """Run one shard's requests; record times relative to ``clock_base`` (a perf_counter value).
+
+    ``deadline`` is a ``loop.time()`` value; ``cap`` bounds the records kept (default
+    ``spec.max_records``).
+    """
+    collector = Collector(cap or spec.max_records, seed=shard.seed)
+    indices = shard.indices(spec.requests)
+    source = PromptSource(spec)
     sampler = MetricsSampler(client) if sample else None
     if sampler:
         sampler.start()
 
-    async def one(prompt: Prompt, index: int) -> RequestRecord:
-        nonlocal done
-        if sem is None:
-            rec = await send_request(client, spec, prompt, index, clock_base=clock_base)
-        else:
-            async with sem:
-                rec = await send_request(client, spec, prompt, index, clock_base=clock_base)
-        done += 1
-        if progress:
-            progress(done, total)
-        return rec
+    def make(i: int) -> Coroutine[Any, Any, RequestRecord]:
+        return send_request(client, spec, source.get(i), i, clock_base=clock_base)
 
-    tasks: list[asyncio.Task[RequestRecord]] = []
-    gaps = arrival_gaps(total, shard.request_rate, spec.burstiness, shard.seed)
-    for prompt, index, gap in zip(shard.prompts, shard.indices, gaps, strict=True):
-        tasks.append(asyncio.ensure_future(one(prompt, index)))
-        if gap:
-            await asyncio.sleep(gap)
-    records = list(await asyncio.gather(*tasks))
-    end = max((r.start + r.e2e for r in records), default=0.0)
-    view = await sampler.stop() if sampler else {}
-    return ShardResult(records=records, end=end, server_view=view)
-
-
-def split(spec: LoadSpec, prompts: Sequence[Prompt], parts: int) -> list[Shard]:
-    """Round-robin prompts; concurrency and rate divided (a sum of Poisson streams is Poisson)."""
-    shards = []
-    for k in range(parts):
-        idx = list(range(k, len(prompts), parts))
-        conc = None
-        if spec.concurrency is not None:
-            conc = spec.concurrency // parts + (1 if k < spec.concurrency % parts else 0)
-        rate = spec.request_rate / parts if spec.request_rate is not None else None
-        shards.append(Shard([prompts[i] for i in idx], idx, conc, rate, spec.seed + 7919 * k))
-    return shards
+    arrivals = arrival_offsets(shard.request_rate, spec.burstiness, shard.seed) if shard.request_rate else None
+    driver = Driver(collector.add, deadline, progress, len(indices))
+    try:
+        started = await driver.run(indices, make, cap=shard.concurrency, arrivals=arrivals,
+                                   expiry=_expiry(spec, "timed run"))
+    finally:
+        view = await sampler.stop() if sampler else {}
+    not_sent = len(indices) - started
+    stopped = ""
+    if driver.expired or not_sent:
+        stopped = (f"the load's deadline load_timeout_s={spec.load_timeout():g} s passed: "
+                   f"{len(indices) - not_sent} requests sent, {not_sent} not sent")
+    end = time.perf_counter() - clock_base
+    return ShardResult(collector=collector, end=end, server_view=view, not_sent=not_sent, stopped=stopped)
 
 
 async def run_single(
     url: str, spec: LoadSpec, api_key: str | None, progress: Progress | None = None
 ) -> tuple[ShardResult, float]:
     """The whole load in this process: probe, warmup, flush, timed run. Returns (result, duration)."""
-    prompts = build_prompts(spec)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + spec.load_timeout()
+    PromptSource(spec)  # a bad dataset file is an error before anything is sent
     client = make_client(url, api_key=api_key, connections=spec.concurrency)
     async with client:
-        await probe(client, url)
-        warm = await warmup(client, spec, url)
+        await probe(client, url, _bounded(10.0, deadline))
+        warm = await warmup(client, spec, url, deadline)
         if spec.flush_cache:
-            await flush_cache(client, url)
-        (shard,) = split(spec, prompts, 1)
+            await flush_cache(client, url, _bounded(90.0, deadline))
+        shard = Shard(0, 1, spec.concurrency, spec.request_rate, spec.seed)
         base = time.perf_counter()
         result = await run_shard(
-            client, spec, shard, clock_base=base, progress=progress, sample=spec.sample_server_metrics
+            client, spec, shard, clock_base=base, deadline=deadline, progress=progress,
+            sample=spec.sample_server_metrics,
         )
         duration = time.perf_counter() - base
     result.warmup_errors = warm
     return result, duration
+
+
+def _bounded(timeout_s: float, deadline: float) -> float:
+    """``timeout_s``, or less when the load's deadline comes first (never below a tenth of a second)."""
+    return max(0.1, min(timeout_s, deadline - asyncio.get_running_loop().time()))

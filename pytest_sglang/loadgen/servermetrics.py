@@ -10,6 +10,8 @@ import re
 
 import httpx
 
+#: Bytes of a /metrics page read (a real one is tens of KB; a hostile one could be endless).
+MAX_METRICS_BYTES = 4 * 1024 * 1024
 GAUGES = {"sglang:num_running_reqs": "sum", "sglang:num_queue_reqs": "sum", "sglang:token_usage": "max"}
 _LINE = re.compile(r"^(sglang:[a-z_]+)(?:\{[^}]*\})?\s+([-+0-9.eEinfNa]+)", re.MULTILINE)
 
@@ -21,7 +23,10 @@ def parse_gauges(text: str) -> dict[str, float]:
         how = GAUGES.get(name)
         if how is None:
             continue
-        value = float(raw)
+        try:
+            value = float(raw)
+        except ValueError:  # the pattern also matches junk such as "e": skip what is not a number
+            continue
         key = name.removeprefix("sglang:")
         if key not in out:
             out[key] = value
@@ -30,6 +35,17 @@ def parse_gauges(text: str) -> dict[str, float]:
         else:
             out[key] = max(out[key], value)
     return out
+
+
+async def read_bounded(resp: httpx.Response, limit: int) -> str:
+    """At most ``limit`` bytes of a streamed response body, decoded (the rest is never read)."""
+    data = b""
+    if limit > 0:
+        async for chunk in resp.aiter_bytes():
+            data += chunk
+            if len(data) >= limit:
+                break
+    return data[:limit].decode("utf-8", "replace")
 
 
 class MetricsSampler:
@@ -62,12 +78,13 @@ class MetricsSampler:
         await asyncio.sleep(0.05)  # let the first requests reach the server
         while True:
             try:
-                resp = await self.client.get("/metrics", timeout=5.0)
+                async with self.client.stream("GET", "/metrics", timeout=5.0) as resp:
+                    if resp.status_code != 200:
+                        return  # /metrics is off (404) unless the server runs with --enable-metrics
+                    text = await read_bounded(resp, MAX_METRICS_BYTES)
             except httpx.HTTPError:
                 return
-            if resp.status_code != 200:
-                return  # /metrics is off (404) unless the server runs with --enable-metrics
             self.samples += 1
-            for key, value in parse_gauges(resp.text).items():
+            for key, value in parse_gauges(text).items():
                 self.peaks[key] = max(self.peaks.get(key, value), value)
             await asyncio.sleep(self.interval_s)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+import warnings
+from dataclasses import InitVar, dataclass
 from typing import Any
 
 from pytest_sglang.errors import ConfigError
@@ -12,6 +13,27 @@ from pytest_sglang.errors import ConfigError
 APIS = ("native", "chat", "completions")
 #: Dataset forms: ``random-ids``, ``sharegpt:PATH``, ``jsonl:PATH``.
 DATASET_KINDS = ("random-ids", "sharegpt", "jsonl")
+
+# Sizes beyond these are typos or runaway arithmetic, not loads: refused before anything is built.
+MAX_REQUESTS = 10_000_000
+#: Tokens per prompt / per answer: above the longest context any SGLang model serves today.
+MAX_LEN = 1_048_576
+#: Requests open at once: one connection each (an OS has about 28,000 ephemeral ports per address).
+MAX_IN_FLIGHT = 65_536
+MAX_PROCESSES = 256
+MAX_WARMUP = 10_000
+
+# Derived timeouts. A request's default limit is a floor plus the time a server far slower than any
+# real deployment would need (prefill 1,000 tok/s, decode 10 tok/s per request), scaled up when more
+# requests are in flight than a server typically runs at once (the rest queue in front of it).
+REQUEST_TIMEOUT_FLOOR_S = 60.0
+SLOW_PREFILL_TOK_S = 1_000.0
+SLOW_DECODE_TOK_S = 10.0
+TYPICAL_BATCH = 64
+#: Probe (10 s), /flush_cache (90 s) and connection set-up, on top of the requests' own limits.
+SETUP_ALLOWANCE_S = 120.0
+#: Warmup requests ask for at most this many tokens (as bench_serving).
+WARMUP_MAX_TOKENS = 32
 
 
 @dataclass(frozen=True)
@@ -21,6 +43,7 @@ class LoadSpec:
     Defaults differ from bench_serving in two places, on purpose: ``range_ratio`` is 1.0 (a gate that
     says ``input_len=4000`` means 4000 tokens; bench_serving's 0.0 draws lengths uniformly in
     ``[1, L]``), and the random-ids vocabulary is small (``vocab_size``) so ids are valid for any model.
+    ``timeout_s`` is the deprecated name of ``request_timeout_s``.
     """
 
     requests: int = 64
@@ -38,8 +61,13 @@ class LoadSpec:
     ignore_eos: bool = True
     warmup: int = 1
     seed: int = 42
-    #: Per-request timeout in seconds (whole request, first byte to [DONE]).
-    timeout_s: float = 600.0
+    #: Seconds one request may take, send to ``[DONE]`` (warmup included); None = derived from the
+    #: workload (:meth:`request_timeout`). A request over it fails with kind ``timeout``.
+    request_timeout_s: float | None = None
+    #: One deadline for the whole load (probe, warmup, flush, timed run); None = derived
+    #: (:meth:`load_timeout`). When it passes, requests in flight fail with kind ``timeout`` and the
+    #: rest are not sent (``LoadResult.not_sent``).
+    load_timeout_s: float | None = None
     #: POST /flush_cache?timeout=60 after the warmup, before the timed run.
     flush_cache: bool = False
     #: Client processes sharing the load (when one core cannot keep up).
@@ -51,22 +79,50 @@ class LoadSpec:
     vocab_size: int = 1000
     #: Sample the server's /metrics (running/queued requests, token usage) during the run.
     sample_server_metrics: bool = True
+    #: Per-request records kept whole. Beyond, a uniform sample of this many is kept, latency
+    #: percentiles come from it and the result says so (means, counts and maxima stay exact).
+    max_records: int = 100_000
+    timeout_s: InitVar[float | None] = None
 
-    def __post_init__(self) -> None:
-        _positive_int("requests", self.requests)
+    def __post_init__(self, timeout_s: float | None) -> None:
+        """Warn about the deprecated ``timeout_s`` and reject invalid fields."""
+        if timeout_s is not None:
+            warnings.warn(
+                "LoadSpec(timeout_s=...) is deprecated: it is the per-request limit, now "
+                "request_timeout_s= (load_timeout_s= bounds the whole load)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            if self.request_timeout_s is None:
+                object.__setattr__(self, "request_timeout_s", timeout_s)
+        self._check_shape()
+        self._check_sizes()
+        self._check_other()
+
+    def _check_shape(self) -> None:
+        _count("requests", self.requests, MAX_REQUESTS, "run for a fixed time with load_timeout_s= instead")
         if self.concurrency is not None:
-            _positive_int("concurrency", self.concurrency)
-        if self.request_rate is not None and not (self.request_rate > 0):
+            _count("concurrency", self.concurrency, MAX_IN_FLIGHT, "each request in flight holds a connection")
+        if self.request_rate is not None and not (self.request_rate > 0 and math.isfinite(self.request_rate)):
             _bad(
                 "request_rate",
                 self.request_rate,
-                "must be > 0 requests/s",
+                "must be a finite number > 0 requests/s",
                 "give a positive rate, or None for all requests at once",
+            )
+        if self.concurrency is None and self.request_rate is None and self.requests > MAX_IN_FLIGHT:
+            _bad(
+                "requests",
+                self.requests,
+                f"would all be sent at once (no concurrency, no request_rate): at most {MAX_IN_FLIGHT:,}",
+                "give concurrency=N (requests in flight) or request_rate=R (arrivals per second)",
             )
         if not (self.burstiness > 0 and math.isfinite(self.burstiness)):
             _bad("burstiness", self.burstiness, "must be a finite number > 0", "use 1.0 for Poisson arrivals")
-        _positive_int("input_len", self.input_len)
-        _positive_int("output_len", self.output_len)
+
+    def _check_sizes(self) -> None:
+        _count("input_len", self.input_len, MAX_LEN, "prompts are built in memory")
+        _count("output_len", self.output_len, MAX_LEN, "each answer's token times are kept in memory")
         if not (0.0 <= self.range_ratio <= 1.0):
             _bad(
                 "range_ratio",
@@ -74,17 +130,26 @@ class LoadSpec:
                 "must be between 0 and 1",
                 "use 1.0 for fixed lengths, 0.5 for lengths drawn in [L/2, L]",
             )
+        if isinstance(self.warmup, bool) or not isinstance(self.warmup, int) or self.warmup < 0:
+            _bad("warmup", self.warmup, "must be a whole number >= 0", "use 0 to skip warmup")
+        if self.warmup > MAX_WARMUP:
+            _bad("warmup", self.warmup, f"is more than {MAX_WARMUP:,} warmup requests", "a few warm a server")
+        _count("max_records", self.max_records, MAX_REQUESTS, "100,000 records give exact percentiles")
+        for name in ("request_timeout_s", "load_timeout_s"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf
+            ):
+                _bad(name, value, "must be a finite number of seconds > 0", "give seconds, or None to derive it")
+
+    def _check_other(self) -> None:
         if self.api not in APIS:
             _bad("api", self.api, "unknown API", f"use one of {', '.join(APIS)}")
         kind, path = dataset_parts(self.dataset)
         needs_path = kind != "random-ids"
         if kind not in DATASET_KINDS or needs_path != bool(path):
             _bad("dataset", self.dataset, "unknown dataset", "use random-ids, sharegpt:PATH or jsonl:PATH")
-        if self.warmup < 0:
-            _bad("warmup", self.warmup, "must be >= 0", "use 0 to skip warmup")
-        if not (self.timeout_s > 0):
-            _bad("timeout_s", self.timeout_s, "must be > 0 seconds", "give seconds per request")
-        _positive_int("processes", self.processes)
+        _count("processes", self.processes, MAX_PROCESSES, "one process per core is enough")
         if self.concurrency is not None and self.processes > self.concurrency:
             _bad(
                 "processes",
@@ -96,14 +161,55 @@ class LoadSpec:
             _bad("vocab_size", self.vocab_size, "must be > 11", "give the model's vocabulary size")
 
     def replace(self, **changes: Any) -> LoadSpec:
+        """A copy of this spec with ``changes`` applied (validated again)."""
         return dataclasses.replace(self, **changes)
 
+    def with_timeouts(self, request_timeout_s: float | None, load_timeout_s: float | None) -> LoadSpec:
+        """This spec with defaults (e.g. the plugin's options) for the timeouts it leaves unset."""
+        changes = {k: v for k, v in (("request_timeout_s", request_timeout_s), ("load_timeout_s", load_timeout_s))
+                   if v is not None and getattr(self, k) is None}
+        return self.replace(**changes) if changes else self
+
     def to_dict(self) -> dict[str, Any]:
+        """The spec as JSON-ready data."""
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LoadSpec:
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+        """A spec read back from :meth:`to_dict` data, older reports' ``timeout_s`` included."""
+        values = dict(data)
+        if "timeout_s" in values:  # reports written before request_timeout_s existed
+            old = values.pop("timeout_s")
+            values.setdefault("request_timeout_s", old)
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in names})
+
+    def in_flight(self) -> int:
+        """Requests the load keeps open at once at most (with a rate: as many as have arrived)."""
+        if self.concurrency is not None:
+            return self.concurrency
+        return self.requests if self.request_rate is None else min(self.requests, TYPICAL_BATCH)
+
+    def request_timeout(self, output_len: int | None = None) -> float:
+        """``request_timeout_s``, or the default derived from the workload (see the module constants)."""
+        if self.request_timeout_s is not None:
+            return float(self.request_timeout_s)
+        out = self.output_len if output_len is None else output_len
+        work = self.input_len / SLOW_PREFILL_TOK_S + out / SLOW_DECODE_TOK_S
+        return REQUEST_TIMEOUT_FLOOR_S + work * max(1.0, self.in_flight() / TYPICAL_BATCH)
+
+    def load_timeout(self) -> float:
+        """``load_timeout_s``, or the time the load may take when every request takes its whole limit."""
+        if self.load_timeout_s is not None:
+            return float(self.load_timeout_s)
+        per = self.request_timeout()
+        waves = math.ceil(self.requests / self.concurrency) if self.concurrency else 1
+        arrivals = 2 * self.requests / self.request_rate if self.request_rate is not None else 0.0
+        warm = 0.0
+        if self.warmup:
+            width = min(self.warmup, self.concurrency or self.warmup)
+            warm = math.ceil(self.warmup / width) * self.request_timeout(min(self.output_len, WARMUP_MAX_TOKENS))
+        return SETUP_ALLOWANCE_S + warm + max(arrivals + per, waves * per)
 
     def shape(self) -> str:
         """The load shape in one line, for messages and reports."""
@@ -119,13 +225,16 @@ class LoadSpec:
 
 
 def dataset_parts(dataset: str) -> tuple[str, str]:
+    """Split a ``dataset`` value into its kind and path (``"sharegpt:PATH"``)."""
     kind, _, path = dataset.partition(":")
     return kind, path
 
 
-def _positive_int(name: str, value: object) -> None:
+def _count(name: str, value: object, limit: int, why: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         _bad(name, value, "must be a whole number >= 1", f"give {name} as a positive integer")
+    elif value > limit:
+        _bad(name, value, f"is more than the limit of {limit:,}", f"give at most {limit:,} ({why})")
 
 
 def _bad(name: str, value: object, problem: str, fix: str) -> None:

@@ -70,7 +70,7 @@ def peaks(records: Sequence[RequestRecord]) -> tuple[float, int]:
         return 0.0, 0
     t0 = min(r.start for r in ok)
     end = max(r.start + r.e2e for r in ok)
-    buckets = int(math.ceil(end - t0)) + 1
+    buckets = math.ceil(end - t0) + 1
     tokens = [0] * buckets
     active = [0] * buckets
     for r in ok:

@@ -1,8 +1,11 @@
-"""Request bodies and SSE stream readers per API, measuring as SGLang bench_serving does.
+"""SSE stream readers per API, measuring as SGLang bench_serving does (bodies: :mod:`.bodies`).
 
 Pure: a reader is fed ``(timestamp, payload)`` for every ``data:`` line and fills a
 :class:`RequestRecord`. ``timestamp`` is seconds on the caller's clock; ``start`` is when the request
-was sent. Integrity is judged in :meth:`StreamReader.finish`.
+was sent. Integrity is judged in :meth:`StreamReader.finish`: besides bench_serving's checks, the
+tokens that arrived are counted (``output_ids`` on /generate, ``token_ids`` on /v1/completions when
+the server sends them, else text chunks) and must agree with the count the server claims. Every
+chunk is untrusted JSON: a shape the reader does not expect fails the request, never the run.
 """
 
 from __future__ import annotations
@@ -11,77 +14,54 @@ import json
 import re
 from typing import Any
 
-from pytest_sglang.loadgen.datasets import Prompt
+from pytest_sglang.loadgen.bodies import PATHS, request_body
 from pytest_sglang.loadgen.record import RequestRecord
-from pytest_sglang.loadgen.spec import LoadSpec
 
-PATHS = {"native": "/generate", "completions": "/v1/completions", "chat": "/v1/chat/completions"}
+__all__ = ["PATHS", "NativeReader", "OpenAIReader", "StreamReader", "make_reader", "request_body"]
 
-
-def request_body(spec: LoadSpec, prompt: Prompt, output_len: int | None = None) -> dict[str, Any]:
-    """The streaming request for ``spec.api`` (bench_serving's bodies, plus usage for OpenAI APIs)."""
-    out = prompt.output_len if output_len is None else output_len
-    p = prompt.prompt
-    if spec.api == "native":
-        key = "input_ids" if isinstance(p, list) and p and isinstance(p[0], int) else "text"
-        return {
-            key: p if key == "input_ids" else _as_text(p),
-            "stream": True,
-            "sampling_params": {
-                "max_new_tokens": out,
-                "temperature": spec.temperature,
-                "ignore_eos": spec.ignore_eos,
-            },
-        }
-    # include_usage makes the server report the true token count (bench_serving falls back to
-    # the requested length, which would hide a short answer).
-    common = {
-        "model": spec.model,
-        "temperature": spec.temperature,
-        "ignore_eos": spec.ignore_eos,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-    if spec.api == "completions":
-        prompt_value = p if isinstance(p, list) and p and isinstance(p[0], int) else _as_text(p)
-        return {"prompt": prompt_value, "max_tokens": out, **common}
-    messages = (
-        p
-        if isinstance(p, list) and p and isinstance(p[0], dict)
-        else [{"role": "user", "content": _as_text(p)}]
-    )
-    return {"messages": messages, "max_completion_tokens": out, **common}
-
-
-def _as_text(p: Any) -> str:
-    if isinstance(p, str):
-        return p
-    if p and isinstance(p[0], dict):
-        return "\n".join(str(m.get("content", "")) for m in p)
-    return " ".join(str(i) for i in p)
-
-
-def _error_text(err: Any) -> str:
+def _error_text(err: object) -> str:
     if isinstance(err, dict):
         return str(err.get("message") or err)
     return str(err)
 
 
+def _obj(value: object) -> dict[str, Any]:
+    """A JSON object from an untrusted chunk, or an empty one when the value is anything else."""
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 class StreamReader:
-    """Measures one streaming response. Subclasses read one API's chunk shape."""
+    """Measures one streaming response. Subclasses read one API's chunk shape.
+
+    ``stop`` turns true when reading on is pointless or unsafe (data after ``[DONE]``, far more
+    tokens than asked for): the client then closes the stream.
+    """
 
     def __init__(self, record: RequestRecord, start: float, ignore_eos: bool) -> None:
         self.record = record
         self.start = start
         self.ignore_eos = ignore_eos
         self.done = False
-        self.finish_reason: Any = None
+        self.stop = False
+        self.finish_reason: object = None
         self.first: float | None = None
         self.last_token_t = 0.0
         self.last_line_t = start
         self.usage_seen = False
+        #: Chunks that carried new text (what arrived, when the API gives no token ids).
+        self.text_chunks = 0
+        # A server may send at most max_new_tokens; far beyond, its counts are not to be trusted
+        # with memory (one ITL entry per token).
+        self.limit = 2 * record.expected_output_len + 64
 
     def feed(self, t: float, payload: bytes) -> None:
+        if self.done:
+            self.violate(f"data after [DONE]: {payload[:80]!r}")
+            return
         self.last_line_t = t
         if payload == b"[DONE]":
             self.done = True
@@ -92,16 +72,27 @@ class StreamReader:
             self.record.fail("stream_error", f"unparsable stream line {payload[:120]!r}")
             return
         self.record.chunks += 1
-        if isinstance(data, dict) and "error" in data:
+        if not isinstance(data, dict):
+            self.violate(f"a stream chunk is not a JSON object: {payload[:80]!r}")
+            return
+        if "error" in data:
             self.record.fail("stream_error", _error_text(data["error"]))
             return
         self.on_chunk(t, data)
 
-    def on_chunk(self, t: float, data: Any) -> None:  # pragma: no cover - abstract
+    def violate(self, what: str) -> None:
+        """A protocol violation: fail the request and stop reading."""
+        self.record.fail("protocol", what)
+        self.stop = True
+
+    def on_chunk(self, t: float, data: dict[str, Any]) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def token_text(self, t: float) -> bool:
         """A chunk with text arrived at ``t``: TTFT on the first; returns False on the first."""
+        self.text_chunks += 1
+        if self.text_chunks > self.limit:
+            self.violate(f"more than {self.limit} chunks with text for max tokens {self.record.expected_output_len}")
         if self.first is None:
             self.first = t
             self.record.ttft = t - self.start
@@ -123,6 +114,7 @@ class StreamReader:
         if self.first is None:
             rec.fail("no_tokens", "the stream produced no token text")
         self.check_count()
+        self.check_arrived()
         return rec
 
     def check_count(self) -> None:
@@ -133,17 +125,41 @@ class StreamReader:
                 f"got {rec.output_len} tokens, asked for {rec.expected_output_len} with ignore_eos",
             )
 
+    def check_arrived(self) -> None:
+        """Check text chunks against claimed tokens when the stream carries no token ids.
+
+        A chunk carries at least one new token, so more text chunks than claimed tokens cannot be (fewer
+        can: tokens coalesce, partial characters are held back).
+        """
+        claimed = self.record.output_len
+        if self.text_chunks > claimed:
+            self.record.fail(
+                "token_mismatch",
+                f"server claimed {claimed} tokens, {self.text_chunks} chunks with new text arrived",
+            )
+
 
 _TOKENS_KEY = b'"completion_tokens":'
 _TEXT_START = b'{"text":"'
 _RUNNING = b'"finish_reason":null'
+_IDS_KEY = b'"output_ids":['
 _DIGITS = re.compile(rb"[0-9]+")
 
 
 class NativeReader(StreamReader):
-    """``/generate``: cumulative text; ITL = chunk gap spread evenly over the new tokens."""
+    """``/generate``: cumulative text; ITL = chunk gap spread evenly over the new tokens.
+
+    ``output_ids`` must agree with the claimed ``completion_tokens``: in SGLang's default cumulative
+    stream the last chunk holds them all, with ``--incremental-streaming-output`` their sum does. The
+    first two chunks with new tokens tell the modes apart; a cumulative stream's ids are then counted
+    in its last chunk only (counting every chunk would cost a quarter of the client's time).
+    """
 
     last_n = 0
+    ids_last = -1
+    ids_sum = 0
+    #: "cumulative" or "incremental" once told apart, "inconsistent" when neither fits, "" before.
+    ids_mode = ""
 
     def feed(self, t: float, payload: bytes) -> None:
         # Fast path for the bulk of a cumulative stream: a running chunk (finish_reason null) after
@@ -151,31 +167,46 @@ class NativeReader(StreamReader):
         # longer, so a full JSON parse per chunk would dominate the client's CPU. Inside JSON strings
         # quotes are escaped, so these unescaped byte patterns can only be keys; anything unexpected
         # (other key order, an error object, the final chunk) takes the full parse.
-        if self.first is not None and payload.startswith(_TEXT_START) and _RUNNING in payload:
+        if not self.done and self.first is not None and payload.startswith(_TEXT_START) and _RUNNING in payload:
             at = payload.rfind(_TOKENS_KEY)
             digits = _DIGITS.match(payload, at + len(_TOKENS_KEY)) if at > 0 else None
             if digits is not None and payload[at - 1 : at] in (b",", b"{"):
                 self.last_line_t = t
                 self.record.chunks += 1
-                self._tokens(t, int(digits.group()), payload[9:10] != b'"')
+                n = int(digits.group())
+                if self.ids_mode != "cumulative":
+                    self._ids(_count_ids(payload), n)
+                self._tokens(t, n, payload[9:10] != b'"')
                 return
         super().feed(t, payload)
 
-    def on_chunk(self, t: float, data: Any) -> None:
-        meta = data.get("meta_info") or {}
+    def on_chunk(self, t: float, data: dict[str, Any]) -> None:
+        meta = _obj(data.get("meta_info"))
         if self.record.rid is None and "id" in meta:
-            self.record.rid = str(meta["id"])
+            self.record.rid = str(meta["id"])[:100]
         fr = meta.get("finish_reason")
         if fr is not None:
             self.finish_reason = fr
             if isinstance(fr, dict) and fr.get("type") == "abort":
                 self.record.fail("abort", str(fr.get("message") or fr))
-        n = meta.get("completion_tokens")
-        if isinstance(n, int):
-            self.record.output_len = n
-        if isinstance(meta.get("prompt_tokens"), int):
-            self.record.prompt_len = meta["prompt_tokens"]
-        self._tokens(t, n if isinstance(n, int) else None, bool(data.get("text")))
+        n = _count(meta.get("completion_tokens"))
+        prompt_tokens = _count(meta.get("prompt_tokens"))
+        if prompt_tokens is not None:
+            self.record.prompt_len = prompt_tokens
+        ids = data.get("output_ids")
+        if isinstance(ids, list):
+            self._ids(len(ids), n)
+        self._tokens(t, n, bool(data.get("text")))
+
+    def _ids(self, count: int | None, n: int | None) -> None:
+        """Note a chunk's id count (before ``_tokens`` moves ``last_n`` to its token count ``n``)."""
+        if count is None:
+            return
+        self.ids_last = count
+        self.ids_sum += count
+        if not self.ids_mode and n is not None and 0 < self.last_n < n:
+            cumulative, incremental = count == n, count == n - self.last_n
+            self.ids_mode = "cumulative" if cumulative else "incremental" if incremental else "inconsistent"
 
     def _tokens(self, t: float, n: int | None, has_text: bool) -> None:
         if n is not None:
@@ -183,6 +214,9 @@ class NativeReader(StreamReader):
         if not has_text:
             return
         count = n if n is not None else self.last_n + 1
+        if count > self.limit:
+            self.violate(f"server claimed {count} tokens, asked for at most {self.record.expected_output_len}")
+            return
         if self.token_text(t):
             new = count - self.last_n
             if new <= 0:  # bench_serving skips chunks without new tokens (and keeps the old time)
@@ -192,6 +226,29 @@ class NativeReader(StreamReader):
             self.last_token_t = t
         self.last_n = count
 
+    def check_arrived(self) -> None:
+        if self.ids_last < 0:  # no output_ids at all (not SGLang's /generate): count chunks instead
+            super().check_arrived()
+            return
+        claimed = self.record.output_len
+        arrived = self.ids_sum if self.ids_mode == "incremental" else self.ids_last
+        agree = {"cumulative": claimed == self.ids_last, "incremental": claimed == self.ids_sum,
+                 "": claimed in (self.ids_last, self.ids_sum)}.get(self.ids_mode, False)
+        if not agree:
+            self.record.fail("token_mismatch", f"server claimed {claimed} tokens, {arrived} arrived (output_ids)")
+
+
+def _count_ids(payload: bytes) -> int | None:
+    """Elements of the chunk's ``output_ids`` array, counted on the bytes (None when absent)."""
+    at = payload.find(_IDS_KEY)
+    if at < 0:
+        return None
+    begin = at + len(_IDS_KEY)
+    end = payload.find(b"]", begin)
+    if end < 0:
+        return None
+    return 0 if end == begin else payload.count(b",", begin, end) + 1
+
 
 class OpenAIReader(StreamReader):
     """``/v1/completions`` and ``/v1/chat/completions``: raw gap per content chunk."""
@@ -199,29 +256,35 @@ class OpenAIReader(StreamReader):
     def __init__(self, record: RequestRecord, start: float, ignore_eos: bool, chat: bool) -> None:
         super().__init__(record, start, ignore_eos)
         self.chat = chat
+        #: ``choices[0].token_ids`` summed (completions with ``return_token_ids``), else None.
+        self.token_ids: int | None = None
 
-    def on_chunk(self, t: float, data: Any) -> None:
+    def on_chunk(self, t: float, data: dict[str, Any]) -> None:
         if self.record.rid is None and "id" in data:
-            self.record.rid = str(data["id"])
+            self.record.rid = str(data["id"])[:100]
         usage = data.get("usage")
         if isinstance(usage, dict):
             self.usage_seen = True
-            self.record.output_len = int(usage.get("completion_tokens") or 0)
-            if isinstance(usage.get("prompt_tokens"), int):
-                self.record.prompt_len = usage["prompt_tokens"]
-        choices = data.get("choices") or []
-        if not choices:
+            self.record.output_len = _count(usage.get("completion_tokens")) or 0
+            prompt_tokens = _count(usage.get("prompt_tokens"))
+            if prompt_tokens is not None:
+                self.record.prompt_len = prompt_tokens
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices:
             return
-        choice = choices[0]
+        choice = _obj(choices[0])
         if choice.get("finish_reason") is not None:
             self.finish_reason = choice["finish_reason"]
             if self.finish_reason == "abort":
                 self.record.fail("abort", "finish_reason abort")
+        ids = choice.get("token_ids")
+        if isinstance(ids, list):
+            self.token_ids = (self.token_ids or 0) + len(ids)
         if self.chat:
-            delta = choice.get("delta") or {}
-            text = (delta.get("content") or "") + (delta.get("reasoning_content") or "")
+            delta = _obj(choice.get("delta"))
+            text = _str(delta.get("content")) + _str(delta.get("reasoning_content"))
         else:
-            text = choice.get("text") or ""
+            text = _str(choice.get("text"))
         if text and self.token_text(t):
             self.record.itl.append(t - self.last_token_t)
             self.last_token_t = t
@@ -232,6 +295,21 @@ class OpenAIReader(StreamReader):
             self.record.output_len = self.record.expected_output_len
             return
         super().check_count()
+
+    def check_arrived(self) -> None:
+        if not self.usage_seen:
+            return
+        if self.token_ids is None:
+            super().check_arrived()
+        elif self.token_ids != self.record.output_len:
+            self.record.fail(
+                "token_mismatch",
+                f"server claimed {self.record.output_len} tokens, {self.token_ids} arrived (token_ids)",
+            )
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def make_reader(api: str, record: RequestRecord, start: float, ignore_eos: bool) -> StreamReader:

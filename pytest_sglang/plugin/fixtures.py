@@ -1,23 +1,29 @@
 """Fixtures, built from factories (STYLE habit 12).
 
-The servers behind the fixtures live in :class:`pytest_sglang.plugin.pool.ServerPool`.
+The servers behind the fixtures live in :class:`pytest_sglang.plugin.pool.ServerPool`. This module is
+imported with the plugin in every pytest run, so what the fixtures need is imported when a test
+asks for one: a run that never uses SGLang never imports the pool, the engine or httpx.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_sglang.plugin.load_runner import LoadRunner, load_runner
-from pytest_sglang.plugin.pool import POOL_KEY, ServerPool
-from pytest_sglang.plugin.results import GateResults, results_of
+from pytest_sglang.plugin.keys import POOL_KEY
 
 if TYPE_CHECKING:
     import httpx
 
+    from pytest_sglang.plugin.load_runner import LoadRunner
+    from pytest_sglang.plugin.pool import ServerPool
+    from pytest_sglang.plugin.results import GateResults
     from pytest_sglang.server import SGLangServer
+
+#: ``sglang_server_factory``: ``factory(launch_args, **LaunchConfig overrides) -> SGLangServer``.
+ServerFactory = Callable[..., "SGLangServer"]
 
 
 # ---- fixture factories (STYLE habit 12) ----------------------------------------------------------
@@ -44,15 +50,16 @@ def client_fixture(server_fixture_name: str = "sglang_server") -> Callable[..., 
 
     def sglang_client(request: pytest.FixtureRequest) -> Iterator[httpx.Client]:
         """An httpx.Client with the server's base URL and API key; closed after the test."""
-        server = request.getfixturevalue(server_fixture_name)
+        server: SGLangServer = request.getfixturevalue(server_fixture_name)
         with server.client() as client:
             yield client
 
     return pytest.fixture(sglang_client)
 
 
-def factory_fixture() -> Callable[..., Callable[..., SGLangServer]]:
-    def sglang_server_factory(request: pytest.FixtureRequest) -> Callable[..., SGLangServer]:
+def factory_fixture() -> Callable[..., ServerFactory]:
+    """Build the ``sglang_server_factory`` fixture."""
+    def sglang_server_factory(request: pytest.FixtureRequest) -> ServerFactory:
         """``factory(launch_args, **LaunchConfig overrides) -> SGLangServer``; stopped at session end.
 
         A launch that fails raises the engine's own error (``PreflightError``, ``ServerExited``, ...)
@@ -60,7 +67,7 @@ def factory_fixture() -> Callable[..., Callable[..., SGLangServer]]:
         """
         pool = _pool(request)
 
-        def factory(launch_args: Any, **overrides: Any) -> SGLangServer:
+        def factory(launch_args: str | Sequence[str], **overrides: object) -> SGLangServer:
             __tracebackhide__ = True
             from pytest_sglang.plugin.settings import parse_args
 
@@ -79,14 +86,15 @@ sglang_server_factory = factory_fixture()
 
 @pytest.fixture(scope="session")
 def sglang_server_info(sglang_server: SGLangServer) -> dict[str, Any]:
-    """The server's validated ``/server_info`` with secrets scrubbed."""
-    info: dict[str, Any] = sglang_server.info()
-    return info
+    """The server's validated ``/server_info`` with secrets scrubbed (a JSON object)."""
+    return sglang_server.info()
 
 
 @pytest.fixture
 def sglang_load(request: pytest.FixtureRequest, sglang_server: SGLangServer) -> LoadRunner:
     """``sglang_load(concurrency=..., input_len=..., output_len=..., requests=...) -> LoadResult``."""
+    from pytest_sglang.plugin.load_runner import load_runner
+
     _pool(request)  # a clear failure when the plugin is inactive
     return load_runner(request, sglang_server)
 
@@ -98,4 +106,6 @@ def sglang_gate(request: pytest.FixtureRequest) -> GateResults:
     ``sglang_gate.record(outcome)`` adds a gate outcome built in the test body: it is reported
     like a marker's outcome and an unmet check fails the test after the body.
     """
+    from pytest_sglang.plugin.results import results_of
+
     return results_of(request.node)

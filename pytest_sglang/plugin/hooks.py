@@ -1,8 +1,11 @@
 """The pytest plugin (entry point ``sglang``). Thin: hooks only; the engine lives elsewhere.
 
 Fixtures come from :mod:`pytest_sglang.plugin.fixtures`, marker handling from :mod:`pytest_sglang.plugin.markers`,
-option resolution from :mod:`pytest_sglang.plugin.settings`. Heavy modules (the server engine, httpx, the
-load generator, the report package) are imported inside hooks, so loading the plugin stays cheap.
+option resolution from :mod:`pytest_sglang.plugin.settings`. pytest imports this module in every run of
+every project where the package is installed, so it imports only the option table and the fixture
+definitions; the server pool, the report session, the engine and httpx are imported inside the hooks
+that need them, and only when a run uses SGLang (``benchmarks/bench_plugin_cost.py`` measures it).
+Nothing here or at configure time needs a POSIX-only module: the plugin loads on Windows too.
 """
 
 from __future__ import annotations
@@ -10,12 +13,11 @@ from __future__ import annotations
 import signal
 import threading
 import types
-from collections.abc import Generator
-from typing import Any, cast
+from collections.abc import Callable, Generator
+from typing import Any, Protocol, cast, runtime_checkable
 
 import pytest
 
-from pytest_sglang import redaction
 from pytest_sglang.plugin import markers, settings
 from pytest_sglang.plugin.fixtures import (  # noqa: F401  (fixtures are found by name on the plugin module)
     sglang_client,
@@ -25,38 +27,33 @@ from pytest_sglang.plugin.fixtures import (  # noqa: F401  (fixtures are found b
     sglang_server_factory,
     sglang_server_info,
 )
+from pytest_sglang.plugin.keys import POOL_KEY, RESULTS_KEY, SETTINGS_KEY
 from pytest_sglang.plugin.markers import _sglang_markers  # noqa: F401  (added to gate-marked tests)
-from pytest_sglang.plugin.pool import POOL_KEY, ServerPool, ServerStartFailed
+from pytest_sglang.plugin.xdist import is_worker, worker_input
 
-SETTINGS_KEY = pytest.StashKey[settings.Settings]()
-_SIGTERM_KEY = pytest.StashKey[Any]()
+__all__ = ["SETTINGS_KEY", "resolve_settings"]
 
-# Help-text style: lowercase start, no trailing period, say the unit and the default. The same
-# text serves the CLI flag and the ini key (one name per setting, STYLE habit 7).
+#: A signal handler as ``signal.signal`` takes and returns it.
+_Handler = Callable[[int, types.FrameType | None], object] | int | signal.Handlers | None
+#: (the handler before ours, ours): restored at unconfigure unless someone chained onto ours.
+_SIGTERM_KEY = pytest.StashKey[tuple[_Handler, _Handler]]()
 
-
-def _ini_type(option: settings.Option) -> Any:
-    """The addini type: values may be numbers in ``[tool.pytest]`` TOML, quoted or not."""
-    if option.kind == "list":
-        return "linelist"
-    if option.kind in ("flag", "negatable"):
-        return bool | str  # str: let settings name the ini key when the value is not a boolean
-    return str | float if option.number else str
+# Everything about an option (help with its default, ini type) comes from its row in settings.OPTIONS;
+# the same text serves the CLI flag and the ini key (one name per setting, STYLE habit 7).
 
 
 def _addini(parser: pytest.Parser, option: settings.Option) -> None:
     try:
-        parser.addini(option.name, option.help, type=_ini_type(option), default=None)
+        parser.addini(option.name, option.help_text, type=option.ini_type, default=None)
     except (AssertionError, TypeError, ValueError):
         # pytest < 9.2 has no union ini types: strings only (numbers must be quoted in TOML).
-        kind = "linelist" if option.kind == "list" else "string"
-        parser.addini(option.name, option.help, type=cast(Any, kind), default=None)
+        parser.addini(option.name, option.help_text, type=cast(Any, option.ini_type_fallback), default=None)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("sglang", "SGLang server acceptance gates (pytest-sglang)")
     for option in settings.OPTIONS:
-        text = option.help.replace("%", "%%")  # argparse %-formats help strings
+        text = option.help_text.replace("%", "%%")  # argparse %-formats help strings
         if option.kind == "flag":
             group.addoption(option.cli, action="store_true", default=None, dest=option.name, help=text)
         elif option.kind == "negatable":
@@ -83,9 +80,16 @@ def resolve_settings(config: pytest.Config) -> settings.Settings:
 
 
 def _register_secrets(resolved: settings.Settings) -> None:
-    redaction.register(resolved.sglang_api_key)
+    if not (resolved.secrets() or resolved.env_dict or resolved.launch_args):
+        return  # nothing to mask: a run that does not use SGLang does not import the scrubber
+    from pytest_sglang import redaction
+
+    for secret in resolved.secrets():  # every option row marked secret
+        redaction.register(secret)
     redaction.register_env(resolved.env_dict)
-    redaction.register_launch_args(resolved.launch_args or ())
+    if resolved.launch_args:  # reading them builds SGLang's flag table: only runs that launch pay for it
+        # The command's own flags too: SGLang reads a key given only in --sglang-command the same way.
+        redaction.register_launch_args([*(resolved.sglang_command or ()), *resolved.launch_args])
 
 
 @pytest.hookimpl(trylast=True)  # after the terminal reporter exists: --sglang-kill and reaping print
@@ -97,31 +101,43 @@ def pytest_configure(config: pytest.Config) -> None:
     if resolved.sglang_kill:
         _kill_and_exit(config)
     if config.getoption("collectonly"):
-        return  # --collect-only starts nothing
+        return  # --collect-only starts nothing and writes no report
+    handed = worker_input(config)
+    if handed is None:  # the controller checks once; a usage error would crash a worker
+        _check_output_paths(resolved)
     _install_sigterm(config)
-    worker_input = getattr(config, "workerinput", None)
-    pool = ServerPool(config, resolved, worker_input=worker_input)
+    _register_pool(config, resolved)
+
+
+def _check_output_paths(resolved: settings.Settings) -> None:
+    from pytest_sglang.plugin.paths import check_output_paths
+
+    try:
+        check_output_paths(resolved)
+    except settings.ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _register_pool(config: pytest.Config, resolved: settings.Settings) -> None:
+    """The server pool, the report session and (on an xdist controller) the hand-over to workers."""
+    from pytest_sglang.plugin.pool import ServerPool
+    from pytest_sglang.plugin.report_session import ReportSession
+
+    handed = worker_input(config)
+    session = ReportSession(config, resolved)  # first: a bad baseline is a usage error before any work
+    pool = ServerPool(config, resolved, worker_input=handed)
+    pool.report_session = session
     config.stash[POOL_KEY] = pool
     config.pluginmanager.register(pool, "sglang-pool")
-    if worker_input is None and resolved.mode == "launch":
+    config.pluginmanager.register(session, "sglang-report")
+    if handed is None and resolved.mode == "launch":
         # Leftovers of a SIGKILLed run hold GPU memory the new launch needs. Only then: importing
         # the engine and scanning processes would slow down every other pytest run.
         pool.reap_dead_runs()
-    _register_report_session(config, resolved)
-    if config.pluginmanager.hasplugin("xdist") and worker_input is None:
-        from pytest_sglang.plugin.pool import XdistHooks
+    if config.pluginmanager.hasplugin("xdist") and handed is None:
+        from pytest_sglang.plugin.xdist import XdistHooks
 
         config.pluginmanager.register(XdistHooks(pool), "sglang-xdist")
-
-
-def _register_report_session(config: pytest.Config, resolved: settings.Settings) -> None:
-    try:
-        from pytest_sglang.plugin.report_session import ReportSession  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return
-    session = ReportSession(config, resolved)
-    config.pluginmanager.register(session, "sglang-report")
-    config.stash[POOL_KEY].report_session = session
 
 
 def _kill_and_exit(config: pytest.Config) -> None:
@@ -165,30 +181,48 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    markers.validate_items(items, usage_error=not hasattr(config, "workerinput"))
+    markers.validate_items(items, usage_error=not is_worker(config))
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item,
-                              call: pytest.CallInfo[None]) -> Generator[None, object, object]:
+                              call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if call.excinfo is not None and isinstance(call.excinfo.value, ServerStartFailed):
+    if call.excinfo is None or POOL_KEY not in item.config.stash:
+        return report  # no pool: no server start can have failed
+    from pytest_sglang.plugin.pool import ServerStartFailed
+
+    if isinstance(call.excinfo.value, ServerStartFailed):
         call.excinfo.value.shown = True  # later tests get the one-line reference
         _shorten_summary_line(report)
     return report
 
 
-def _shorten_summary_line(report: object) -> None:
-    """Keep the start-up diagnosis shown once: with CI=true pytest's short summary prints the whole
-    crash message (not truncated), which would repeat the diagnosis; keep only its headline there."""
-    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
-    message = getattr(crash, "message", None)
-    if isinstance(message, str) and "\n" in message:
-        crash.message = message.split("\n", 1)[0]  # type: ignore[union-attr]
+class _Crash(Protocol):
+    message: str
+
+
+@runtime_checkable
+class _CrashRepr(Protocol):
+    """The part of pytest's exception repr the short summary reads (its class is not public API)."""
+
+    reprcrash: _Crash | None
+
+
+def _shorten_summary_line(report: pytest.TestReport) -> None:
+    """Keep the start-up diagnosis shown once.
+
+    With CI=true pytest's short summary prints the whole crash message (not truncated), which would
+    repeat the diagnosis; keep only its headline there.
+    """
+    longrepr = report.longrepr
+    if isinstance(longrepr, _CrashRepr) and longrepr.reprcrash is not None:
+        longrepr.reprcrash.message = longrepr.reprcrash.message.split("\n", 1)[0]
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     result = yield
-    markers.assert_gates(item)
+    if RESULTS_KEY in item.stash:  # only tests that measured or recorded a gate are judged
+        markers.assert_gates(item)
     return result

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import difflib
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_sglang import redaction
 from pytest_sglang.plugin.results import results_of
+
+if TYPE_CHECKING:
+    from pytest_sglang.loadgen import LoadResult, LoadSpec
+    from pytest_sglang.server import SGLangServer
+
+__all__ = ["LoadRunner", "load_runner", "run_lock"]
 
 
 @contextlib.contextmanager
@@ -24,31 +32,49 @@ def run_lock(path: str) -> Iterator[None]:
 
 
 class LoadRunner:
-    """``runner(spec=None, *, server=None, **LoadSpec fields) -> LoadResult``, locked and recorded.
+    """What the ``sglang_load`` fixture returns: runs a load, holding the run-wide lock, and records it.
 
-    ``records``: keep the per-request records in the stored result (``--sglang-report-requests``
-    and ``--sglang-html`` need them; they are large, so only then). ``lock()`` is the run-wide load
-    lock, public for gates and tests that drive their own traffic (e.g. the hicache workload).
+    ``sglang_load(spec=None, *, server=None, **LoadSpec fields) -> LoadResult``. ``records``: keep
+    the per-request records in the stored result (``--sglang-report-requests`` and
+    ``--sglang-html`` need them; they are large, so only then). ``lock()`` is the run-wide load lock,
+    public for gates and tests that drive their own traffic (e.g. the hicache workload).
     """
 
-    def __init__(self, server: Any, lock_path: str, item: pytest.Item, *, records: bool = False) -> None:
+    def __init__(self, server: SGLangServer, lock_path: str, item: pytest.Item, *, records: bool = False,
+                 request_timeout_s: float | None = None, load_timeout_s: float | None = None) -> None:
+        """Bind the runner to a server, the run's lock file and the calling test item."""
         self.server = server
         self.lock_path = lock_path
         self.item = item
         self.records = records
+        #: Defaults for specs that leave them unset (--sglang-request-timeout / --sglang-load-timeout).
+        self.request_timeout_s = request_timeout_s
+        self.load_timeout_s = load_timeout_s
 
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """Hold the run-wide load lock (no other load of this run, on any xdist worker, overlaps)."""
         return run_lock(self.lock_path)
 
-    def __call__(self, spec: Any = None, *, server: Any = None, **fields: Any) -> Any:
-        from pytest_sglang.loadgen import LoadSpec, run_load
+    def __call__(self, spec: LoadSpec | None = None, *, server: SGLangServer | None = None,
+                 **fields: object) -> LoadResult:
+        """Run ``spec`` (or ``LoadSpec(**fields)``) against ``server`` (default: the run's server).
+
+        Args:
+            spec: the load shape; give it or its fields, not both.
+            server: another server of the run, e.g. one from ``sglang_server_factory``.
+            **fields: :class:`~pytest_sglang.LoadSpec` fields (``requests=``, ``concurrency=``, ...).
+
+        Returns:
+            The load's metrics; they are also recorded for the gate summary and the reports.
+        """
+        from pytest_sglang.loadgen import run_load
 
         if spec is None:
-            spec = LoadSpec(**fields)
+            spec = _spec(fields)
         elif fields:
-            raise TypeError("give either a LoadSpec or LoadSpec fields, not both")
+            raise TypeError("sglang_load(): give either a LoadSpec or LoadSpec fields, not both")
         target = server if server is not None else self.server
+        spec = spec.with_timeouts(self.request_timeout_s, self.load_timeout_s)
         with self.lock():
             result = run_load(target.url, spec, api_key=target.api_key)
         results_of(self.item).loads.append(result)
@@ -57,10 +83,26 @@ class LoadRunner:
         return result
 
 
-def load_runner(request: pytest.FixtureRequest, server: Any) -> LoadRunner:
+def _spec(fields: Mapping[str, object]) -> LoadSpec:
+    """``LoadSpec(**fields)``; an unknown name is a TypeError naming it and the valid fields."""
+    from pytest_sglang.loadgen import LoadSpec
+
+    names = [f.name for f in dataclasses.fields(LoadSpec)]
+    for name in fields:
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"sglang_load() has no field {name!r}{hint}; LoadSpec fields: {', '.join(names)}")
+    # Values come from the test; LoadSpec checks each one (a bad value is its ValueError).
+    return LoadSpec(**fields)  # type: ignore[arg-type]
+
+
+def load_runner(request: pytest.FixtureRequest, server: SGLangServer) -> LoadRunner:
     """The test's :class:`LoadRunner` (marker gates and the ``sglang_load`` fixture record alike)."""
-    from pytest_sglang.plugin.pool import POOL_KEY
+    from pytest_sglang.plugin.keys import POOL_KEY
     from pytest_sglang.plugin.report_session import wants_requests
 
     pool = request.config.stash[POOL_KEY]
-    return LoadRunner(server, pool.lock_path, request.node, records=wants_requests(pool.settings))
+    settings = pool.settings
+    return LoadRunner(server, pool.lock_path, request.node, records=wants_requests(settings),
+                      request_timeout_s=settings.sglang_request_timeout, load_timeout_s=settings.sglang_load_timeout)

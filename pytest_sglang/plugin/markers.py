@@ -1,7 +1,11 @@
 """Gate markers: registered with their signature, validated at collection, measured in setup, judged in call.
 
 A marker's keywords are the keyword-only parameters of its gate's ``run_marker(ctx, *, ...)``
-(``gates.registry``), so validation binds them to that signature. The measurement runs in the test's
+(``gates.registry``), declared there once with their types, defaults and constraints
+(``gates.keywords``): the ``--markers`` line is generated from that signature, and at collection every
+marker is checked against it (names, types, ranges, SGLang's choices, relations; an unknown
+``sglang_*`` marker too), a usage error naming the marker, the keyword, the value and the fix. The
+measurement runs in the test's
 SETUP (a fixture added to each marked test at collection: a server that cannot start or a load that
 cannot run is an ERROR); the thresholds are asserted in the CALL phase after the test body (a FAILURE,
 with the message of the matching ``assert_*`` helper). Every outcome and load result is recorded in
@@ -11,16 +15,20 @@ with the message of the matching ``assert_*`` helper). Every outcome and load re
 from __future__ import annotations
 
 import difflib
-import inspect
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_sglang import redaction
 from pytest_sglang.errors import SGLangError
-from pytest_sglang.gates.base import GateOutcome
 from pytest_sglang.gates.registry import DOCS_URL, GATES, GATES_BY_MARKER, GateContext
-from pytest_sglang.plugin.load_runner import load_runner
-from pytest_sglang.plugin.results import RESULTS_KEY, GateResults, record
+from pytest_sglang.plugin.keys import RESULTS_KEY
+
+if TYPE_CHECKING:
+    from pytest_sglang.gates.base import GateOutcome
+    from pytest_sglang.plugin.results import GateResults
+
+# Registration runs in every pytest run; what measuring and judging need (redaction, the results,
+# the load runner, the keyword checks) is imported inside the functions that only gate-marked tests reach.
 
 
 class GateFailed(AssertionError, pytest.fail.Exception):  # type: ignore[misc,name-defined,unused-ignore]
@@ -38,8 +46,10 @@ class GateFailed(AssertionError, pytest.fail.Exception):  # type: ignore[misc,na
 
 # ---- registration and validation -----------------------------------------------------------------
 def register(config: pytest.Config) -> None:
+    # The full line imports every gate module (the load generator, httpx): only when it is shown.
+    full = bool(config.getoption("markers", False))
     for gate in GATES:
-        config.addinivalue_line("markers", f"{gate.doc} See {DOCS_URL}")
+        config.addinivalue_line("markers", gate.doc() if full else gate.brief())
 
 
 def gate_marks(item: pytest.Item) -> list[pytest.Mark]:
@@ -47,24 +57,23 @@ def gate_marks(item: pytest.Item) -> list[pytest.Mark]:
 
 
 def marker_problem(mark: pytest.Mark) -> str | None:
-    """Why ``mark`` does not bind to its gate's signature (None when it does)."""
-    params = list(inspect.signature(GATES_BY_MARKER[mark.name].load()).parameters.values())[1:]
-    keywords = [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
-    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-    valid = f"valid keywords: {', '.join(keywords)}"
-    if mark.args:
-        return (f"@pytest.mark.{mark.name} takes keyword arguments only, got positional {mark.args!r}; "
-                f"write e.g. @pytest.mark.{mark.name}({keywords[0] if keywords else 'name'}=...); {valid}")
-    for key in mark.kwargs:
-        if key not in keywords and not accepts_any:
-            close = difflib.get_close_matches(key, keywords, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            return f"@pytest.mark.{mark.name} has no keyword {key!r}{hint}; {valid}"
-    missing = [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY
-               and p.default is inspect.Parameter.empty and p.name not in mark.kwargs]
-    if missing:
-        return f"@pytest.mark.{mark.name} needs {', '.join(repr(m) for m in missing)}; {valid}"
-    return None
+    """Return why ``mark`` is not a valid gate marker (None when it is).
+
+    Unknown ``sglang_*`` names, and keywords checked against the gate's signature (names, types, ranges,
+    choices, relations).
+    """
+    gate = GATES_BY_MARKER.get(mark.name)
+    if gate is None:
+        if not mark.name.startswith("sglang_"):
+            return None
+        close = difflib.get_close_matches(mark.name, list(GATES_BY_MARKER), n=1)
+        hint = f"did you mean @pytest.mark.{close[0]}?" if close else "check the spelling"
+        return (f"@pytest.mark.{mark.name} is not a pytest-sglang marker ({hint}); the markers are "
+                f"{', '.join(GATES_BY_MARKER)}")
+    # Imported here: the keyword machinery is needed only when a test carries a gate marker.
+    from pytest_sglang.gates import keywords
+
+    return keywords.marker_problem(mark.name, gate.load(), mark.args, mark.kwargs)
 
 
 _PROBLEM_KEY = pytest.StashKey[str]()
@@ -78,14 +87,14 @@ def validate_items(items: list[pytest.Item], *, usage_error: bool = True) -> Non
     """
     problems: dict[str, str] = {}
     for item in items:
-        marks = gate_marks(item)
-        for mark in marks:
+        for mark in item.iter_markers():
             problem = marker_problem(mark)
             if problem is not None:
                 problems.setdefault(problem, item.nodeid)
                 item.stash[_PROBLEM_KEY] = f"invalid pytest-sglang marker: {problem}\nSee {DOCS_URL}"
         names = getattr(item, "fixturenames", None)
-        if marks and names is not None and "_sglang_markers" not in names:
+        if names is not None and "_sglang_markers" not in names and (
+                gate_marks(item) or _PROBLEM_KEY in item.stash):
             # Only gate-marked tests get the measuring fixture (an autouse one would cost every test).
             names.insert(0, "_sglang_markers")
     if problems and usage_error:
@@ -101,13 +110,17 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
     Requested by every gate-marked test (added at collection by :func:`validate_items`). Every
     failure here uses ``pytrace=False``, so pytest shows the message, not this fixture's frames.
     """
-    marks = gate_marks(request.node)
-    if not marks:
-        return
     problem = request.node.stash.get(_PROBLEM_KEY, None)
     if problem is not None:
         pytest.fail(problem, pytrace=False)
+    marks = gate_marks(request.node)
+    if not marks:
+        return
     server = request.getfixturevalue("sglang_server")
+    from pytest_sglang import redaction
+    from pytest_sglang.plugin.load_runner import load_runner
+    from pytest_sglang.plugin.results import record
+
     runner = load_runner(request, server)
     ctx = GateContext(server=server, load=runner, factory=request.getfixturevalue("sglang_server_factory"),
                       nodeid=request.node.nodeid)
@@ -125,6 +138,9 @@ def assert_gates(item: pytest.Item) -> None:
     results = item.stash.get(RESULTS_KEY, None)
     if results is None:
         return
+    from pytest_sglang import redaction
+    from pytest_sglang.plugin.results import record
+
     failed = [o for o in results.outcomes if not o.passed]
     for outcome in _baseline_outcomes(item, results):
         record(item, outcome)
@@ -135,13 +151,10 @@ def assert_gates(item: pytest.Item) -> None:
 
 
 def _baseline_outcomes(item: pytest.Item, results: GateResults) -> list[GateOutcome]:
-    """Regression checks against ``--sglang-baseline`` (the report package's ``baseline_outcome``)."""
-    from pytest_sglang.plugin.pool import POOL_KEY
+    """Regression checks against ``--sglang-baseline`` (the report session's, on every xdist worker too)."""
+    from pytest_sglang import redaction
+    from pytest_sglang.plugin.report_session import baseline_outcome
 
-    pool = item.config.stash.get(POOL_KEY, None)
-    check = getattr(getattr(pool, "report_session", None), "baseline_outcome", None)
-    if check is None:
-        return []
     loads = [redaction.scrub_payload(r.to_dict()) for r in results.loads]
-    outcome = check(item.nodeid, loads, list(results.outcomes))
+    outcome = baseline_outcome(item.config, item.nodeid, loads, list(results.outcomes))
     return [] if outcome is None else [outcome]

@@ -7,7 +7,7 @@ end of the run, on every path (normal end, failures, Ctrl-C, SIGTERM).
 
 Under pytest-xdist the controller resolves the primary server once (launch or attach) in
 ``pytest_sessionstart``, before xdist starts the workers, and hands its URL to them through
-``workerinput``; workers attach and never launch (docs/plugin.md, "xdist").
+``workerinput`` (:mod:`pytest_sglang.plugin.xdist`); workers attach and never launch.
 """
 
 from __future__ import annotations
@@ -16,22 +16,26 @@ import contextlib
 import dataclasses
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 import pytest
 
 from pytest_sglang import redaction
 from pytest_sglang.errors import ServerStartError, SGLangError
+from pytest_sglang.plugin.keys import POOL_KEY
+from pytest_sglang.plugin.launch_config import launch_config
 from pytest_sglang.plugin.settings import Settings
+from pytest_sglang.plugin.xdist import WorkerInput
 
 if TYPE_CHECKING:
+    from pytest_sglang.plugin.report_session import ReportSession
     from pytest_sglang.server import LaunchConfig, SGLangServer
-    from pytest_sglang.server.config import DockerOptions
     from pytest_sglang.server.progress import TerminalProgress
+    from pytest_sglang.server.url import ServerURL
 
-POOL_KEY = pytest.StashKey["ServerPool"]()
+__all__ = ["POOL_KEY", "ServerPool", "ServerStartFailed"]
 
 NO_SERVER_MESSAGE = (
     "no SGLang server configured: give --sglang-url URL to attach to a running server "
@@ -93,11 +97,12 @@ class ServerPool:
     """Every server of one pytest process; also a plugin (xdist controller start)."""
 
     def __init__(self, config: pytest.Config, settings: Settings,
-                 worker_input: dict[str, Any] | None) -> None:
+                 worker_input: WorkerInput | None) -> None:
         self.config = config
         self.settings = settings
         self.worker_input = worker_input
-        self.report_session: Any = None
+        #: Told about the primary server's start (identity, or the failure); None until registered.
+        self.report_session: ReportSession | None = None
         self._servers: dict[LaunchConfig, SGLangServer] = {}
         self._failures: dict[object, StartFailure] = {}
         self._factory_errors: dict[LaunchConfig, SGLangError] = {}
@@ -158,7 +163,7 @@ class ServerPool:
             if isinstance(exc, OSError):  # the command itself could not be executed
                 exc = _command_error(exc)
             self._failures["primary"] = StartFailure(_describe(exc))
-            if self.report_session is not None and hasattr(self.report_session, "server_failed"):
+            if self.report_session is not None:
                 self.report_session.server_failed(exc)
             return False
         self._announce(self._primary)
@@ -167,7 +172,8 @@ class ServerPool:
     def _start_primary(self) -> SGLangServer:
         handed = self.worker_input or {}
         if handed.get("sglang_url"):
-            return self._attach(str(handed["sglang_url"]), handed.get("sglang_api_key"))
+            key = handed.get("sglang_api_key")
+            return self._attach(str(handed["sglang_url"]), str(key) if key else None)
         if self.settings.mode == "attach":
             assert self.settings.sglang_url is not None
             return self._attach(self.settings.sglang_url, self.settings.sglang_api_key)
@@ -177,17 +183,19 @@ class ServerPool:
             raise NoServerConfigured("xdist worker got no server URL from the controller (it never launches)")
         return self.launch(launch_config(self.settings, self.log_dir()))
 
-    def _attach(self, url: str, api_key: str | None) -> SGLangServer:
+    def _attach(self, url: str | ServerURL, api_key: str | None) -> SGLangServer:
         from pytest_sglang.server import attach
 
-        return attach(url, api_key=api_key, validate=self.settings.sglang_validate)
+        # One deadline: --sglang-startup-timeout bounds the attach too (at most ATTACH_TIMEOUT_S).
+        return attach(url, api_key=api_key, validate=self.settings.sglang_validate,
+                      timeout_s=self.settings.sglang_startup_timeout)
 
     def _announce(self, server: SGLangServer) -> None:
-        if self.report_session is None or not hasattr(self.report_session, "server_started"):
+        if self.report_session is None:
             return
         # A worker attaches to the controller's launch: report the controller's runner, not "attach".
         runner = self.worker_input.get("sglang_runner") if self.worker_input is not None else None
-        self.report_session.server_started(server, runner=runner)
+        self.report_session.server_started(server, runner=str(runner) if runner else None)
 
     # ---- launches (primary and factory) ----------------------------------------------------------
     def launch(self, config: LaunchConfig) -> SGLangServer:
@@ -196,9 +204,7 @@ class ServerPool:
             return self._servers[config]
         from pytest_sglang.server import launch
 
-        redaction.register(config.api_key)
-        redaction.register_launch_args(config.args)
-        redaction.register_env(dict(config.env))
+        # No registration here: LaunchConfig registered its secrets when it was built.
         sink = _progress_sink(self.config)
         with _terminal_visible(self.config):
             server = launch(config, progress=sink)
@@ -207,14 +213,15 @@ class ServerPool:
         self._servers[config] = server
         return server
 
-    def factory_launch(self, args: tuple[str, ...], overrides: dict[str, Any]) -> SGLangServer:
+    def factory_launch(self, args: tuple[str, ...], overrides: Mapping[str, object]) -> SGLangServer:
         __tracebackhide__ = True
         if self.worker_input is not None:
             pytest.fail("sglang_server_factory cannot launch in an xdist worker (workers never launch): "
                         "run the tests that use it without -n, e.g. -p no:xdist", pytrace=False)
         base = launch_config(self.settings, self.log_dir())
         try:
-            config = dataclasses.replace(base, args=tuple(args), **overrides)
+            # The test's own keywords, checked by LaunchConfig itself (names here, values in __post_init__).
+            config = dataclasses.replace(base, args=tuple(args), **overrides)  # type: ignore[arg-type]
         except TypeError as exc:
             fields = ", ".join(f.name for f in dataclasses.fields(base))
             pytest.fail(f"sglang_server_factory: {exc}; valid overrides: {fields}", pytrace=False)
@@ -243,10 +250,11 @@ class ServerPool:
         if self.distributed and self.settings.mode is not None:
             self._resolve_primary()
 
-    def worker_input_for_nodes(self) -> dict[str, Any]:
+    def worker_input_for_nodes(self) -> dict[str, str | None]:
         failure = self._failures.get("primary")
         return {
-            "sglang_url": self._primary.url if self._primary is not None else None,
+            # With the URL's credentials (workers authenticate as the controller does); never shown.
+            "sglang_url": self._primary.server_url.unmasked() if self._primary is not None else None,
             "sglang_api_key": self._primary.api_key if self._primary is not None else None,
             "sglang_start_error": failure.text if failure is not None else None,
             "sglang_runner": self._primary.mode if self._primary is not None else None,
@@ -276,7 +284,7 @@ class ServerPool:
 
 def _progress_sink(config: pytest.Config) -> TerminalProgress | None:
     """Live start-up progress on the terminal; none with -q (or without a terminal reporter)."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    reporter: pytest.TerminalReporter | None = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None or config.get_verbosity() < 0:
         return None
     from pytest_sglang.server.progress import TerminalProgress
@@ -287,52 +295,16 @@ def _progress_sink(config: pytest.Config) -> TerminalProgress | None:
 @contextlib.contextmanager
 def _terminal_visible(config: pytest.Config) -> Iterator[None]:
     """Let start-up lines reach the terminal while a fixture waits (output is captured there)."""
-    capman = config.pluginmanager.get_plugin("capturemanager")
-    disabled = getattr(capman, "global_and_fixture_disabled", None)
-    with disabled() if disabled is not None else contextlib.nullcontext():
+    capman: _CaptureManager | None = config.pluginmanager.get_plugin("capturemanager")
+    with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
         yield
+
+
+class _CaptureManager(Protocol):
+    """The part of pytest's capture plugin we use (it has no public type; absent with ``-p no:capture``)."""
+
+    def global_and_fixture_disabled(self) -> contextlib.AbstractContextManager[None]: ...
 
 
 class NoServerConfigured(SGLangError):
     """Neither --sglang-url nor --sglang-launch (nor --sglang-simulate) is configured."""
-
-
-class XdistHooks:
-    """Registered on the controller only when pytest-xdist is loaded (STYLE habit 3)."""
-
-    def __init__(self, pool: ServerPool) -> None:
-        self.pool = pool
-
-    def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput.update(self.pool.worker_input_for_nodes())
-
-
-def launch_config(settings: Settings, log_dir: Path) -> LaunchConfig:
-    """Settings -> the engine's LaunchConfig (everything that defines a launch)."""
-    from pytest_sglang.server import LaunchConfig
-
-    return LaunchConfig(
-        runner=settings.runner,
-        args=tuple(settings.launch_args or ()),
-        command=settings.sglang_command,
-        python=settings.sglang_python,
-        env=tuple(sorted(settings.env_dict.items())),
-        startup_timeout_s=settings.sglang_startup_timeout,
-        api_key=settings.sglang_api_key,
-        validate=settings.sglang_validate,
-        preflight=not settings.sglang_no_preflight,
-        host_memory_reserve_gb=settings.sglang_host_memory_reserve_gb,
-        log_dir=log_dir,
-        docker=_docker_options(settings),
-    )
-
-
-def _docker_options(settings: Settings) -> DockerOptions | None:
-    if settings.runner != "docker":
-        return None
-    from pytest_sglang.server.config import DockerOptions
-    return DockerOptions(image=settings.sglang_image, gpus=settings.sglang_gpus,
-                         shm_size=settings.sglang_shm_size,
-                         ipc_host=settings.sglang_ipc_host, volumes=settings.sglang_volume,
-                         memory=settings.sglang_docker_memory, pull=settings.sglang_pull,
-                         network=settings.sglang_docker_network)

@@ -4,31 +4,39 @@ The plugin registers one instance in ``pytest_configure`` (``config.pluginmanage
 calls :meth:`ReportSession.server_started` with the server handle. On the controller (or without
 xdist) it collects records from every phase report; on xdist workers it only serves baselines
 (:func:`baseline_outcome`), because worker reports reach the controller with their properties.
+
+The renderers and the baseline are imported when they are used (at the end of the run, or when a
+baseline is given), so a run that uses no SGLang server pays only for collecting records.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import GateOutcome, compare
 from pytest_sglang.plugin.settings import Settings
-from pytest_sglang.report import json_report, markdown, terminal
-from pytest_sglang.report.baseline import BaselineContext, open_baseline, parse_limits
-from pytest_sglang.report.fingerprint import fingerprint
-from pytest_sglang.report.identity import ServerIdentity, identify
+from pytest_sglang.plugin.xdist import is_worker
 from pytest_sglang.report.records import START_NODEID, RecordCollector, TestRecord
+
+if TYPE_CHECKING:
+    from pytest_sglang.report.baseline import BaselineContext
+    from pytest_sglang.report.identity import ServerIdentity
+    from pytest_sglang.server import LaunchConfig, SGLangServer
 
 SESSION_KEY = pytest.StashKey["ReportSession"]()
 
 
 class ReportSession:
+    """Collects the gate records of the run; writes the reports and the terminal section at its end."""
+
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
         self.settings = settings
@@ -37,30 +45,28 @@ class ReportSession:
         self.notes: list[str] = []
         self.written: list[tuple[str, Path]] = []
         self.report: dict[str, Any] | None = None
+        self.failed_writes: list[str] = []
+        #: Ctrl-C, SIGTERM or a plugin stopped the run: its summary must not say PASSED.
+        self.interrupted = False
         self._started = time.monotonic()
         self._start_record: TestRecord | None = None
         # Parse at the boundary: a bad limit or baseline path is a usage error before any launch.
         self.baseline: BaselineContext | None = None
-        try:
-            parse_limits(settings.sglang_max_regression)
-            if settings.sglang_baseline:
-                self.baseline = open_baseline(settings.sglang_baseline, settings.sglang_max_regression,
-                                              settings.sglang_baseline_strict)
-        except ConfigError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        if settings.sglang_baseline or settings.sglang_max_regression:
+            self.baseline = _open_baseline(settings)
         config.stash[SESSION_KEY] = self
 
     @property
     def is_worker(self) -> bool:
-        return hasattr(self.config, "workerinput")
+        return is_worker(self.config)
 
     # -- called by the plugin -------------------------------------------------------------
-    def server_started(self, server: Any, runner: str | None = None) -> ServerIdentity:
+    def server_started(self, server: SGLangServer, runner: str | None = None) -> ServerIdentity:
         """Record the server's identity (``runner`` overrides an xdist worker's "attach" view)."""
-        self.identity = identify(server)
-        if runner is not None:
-            self.identity.runner = runner
-        self._start_record = _start_record(self.identity, getattr(server, "config", None))
+        from pytest_sglang.report.identity import identify
+
+        self.identity = identify(server, runner)
+        self._start_record = _start_record(self.identity, server.config)
         return self.identity
 
     def server_failed(self, error: BaseException) -> None:
@@ -72,18 +78,12 @@ class ReportSession:
 
     def baseline_outcome(self, nodeid: str, loads: Sequence[dict[str, Any]],
                          outcomes: Sequence[GateOutcome] = ()) -> GateOutcome | None:
-        """The regression (and, strict, fingerprint) outcome for one test, or None."""
+        """The regression outcome for one test (strict: also another setup or workload), or None."""
         if self.baseline is None:
             return None
-        if not self.baseline.measures(loads, outcomes):
-            return None
-        result = self.baseline.outcome(nodeid, loads, outcomes)
-        strict = self.baseline.fingerprint_outcome(nodeid, fingerprint(self.identity))
-        if strict is not None and result is not None:
-            result.checks[:0] = strict.checks
-            result.notes[:0] = strict.notes
-            return result
-        return strict if strict is not None else result
+        from pytest_sglang.report.fingerprint import fingerprint
+
+        return self.baseline.outcome(nodeid, loads, outcomes, fingerprint(self.identity))
 
     # -- pytest hooks ---------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -94,27 +94,51 @@ class ReportSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.is_worker:
             return
-        report = self.build(int(exitstatus))
+        self.interrupted = _interrupted(session, int(exitstatus))
         s = self.settings
-        if s.sglang_report:
-            self.written.append(("JSON", json_report.write_json(report, s.sglang_report,
-                                                                requests=s.sglang_report_requests)))
         md_path, append = s.sglang_markdown, False
-        if md_path is None and os.environ.get("GITHUB_STEP_SUMMARY"):
+        if md_path is None and os.environ.get("GITHUB_STEP_SUMMARY") and self.has_content():
+            # The job's shared step summary gets a section only from runs that measured something.
             md_path, append = os.environ["GITHUB_STEP_SUMMARY"], True
+        if not (s.sglang_report or md_path or s.sglang_html):
+            return  # nothing to write: the renderers are not even imported
+        report = self.build(int(exitstatus))
+        if s.sglang_report:
+            from pytest_sglang.report import json_report
+
+            requests = s.sglang_report_requests
+            self._write("JSON", s.sglang_report, lambda p: json_report.write_json(report, p, requests=requests))
         if md_path:
-            self.written.append(("Markdown", markdown.write_markdown(report, md_path, append=append)))
+            from pytest_sglang.report import markdown
+
+            self._write("Markdown", md_path, lambda p: markdown.write_markdown(report, p, append=append))
         if s.sglang_html:
             from pytest_sglang.report import html
 
-            self.written.append(("HTML", html.write_html(report, s.sglang_html)))
+            self._write("HTML", s.sglang_html, lambda p: html.write_html(report, p))
 
-    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    def _write(self, kind: str, target: str, write: Callable[[str], Path]) -> None:
+        """Write one report; a failure is a line in the summary, not a traceback after a finished run.
+
+        The path was checked writable at start; it can still fail since (e.g. a full disk).
+        """
+        try:
+            self.written.append((kind, write(target)))
+        except OSError as exc:
+            self.failed_writes.append(f"sglang: could not write the {kind} report to {target}: "
+                                      f"{exc.strerror or type(exc).__name__}")
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                                config: pytest.Config) -> None:
         if self.is_worker:
             return
+        for line in self.failed_writes:
+            terminalreporter.write_line(redaction.scrub(line), red=True, bold=True)
+        if not self.has_content():
+            return  # a run that used no server and measured nothing gets no section
+        from pytest_sglang.report import terminal
+
         report = self.report or self.build(int(exitstatus))
-        if not report["records"] and report["server"] is None:
-            return
         terminalreporter.write_sep("=", "sglang gates")
         for line in terminal.render(report):
             terminalreporter.write_line(line)
@@ -122,37 +146,66 @@ class ReportSession:
             terminalreporter.write_line(f"sglang {kind} report: {path}")
 
     # -- building -------------------------------------------------------------------------
+    def has_content(self) -> bool:
+        """Whether the run started (or failed to start) a server or left any gate check."""
+        return (self.identity is not None or self._start_record is not None
+                or any(t.rows() for t in self.collector.records()))
+
     def tests(self) -> list[TestRecord]:
         tests = self.collector.records()
         return ([self._start_record] if self._start_record is not None else []) + tests
 
     def build(self, exitstatus: int | None = None) -> dict[str, Any]:
-        baseline = None
-        if self.baseline is not None:
-            baseline = {"path": self.baseline.path, "strict": self.baseline.strict,
-                        "limits": dict(self.baseline.limits.per_metric),
-                        "fingerprint_differences": self.baseline.fingerprint_diff(fingerprint(self.identity))
-                        if self.identity is not None else []}
+        from pytest_sglang.report import json_report
+        from pytest_sglang.report.fingerprint import fingerprint
+
+        candidate = fingerprint(self.identity) if self.identity is not None else None
+        baseline = self.baseline.summary(candidate) if self.baseline is not None else None
         self.report = json_report.build_report(
             self.tests(), self.identity, duration_s=time.monotonic() - self._started, exitstatus=exitstatus,
-            baseline=baseline, notes=self.notes)
+            baseline=baseline, notes=self.notes, interrupted=self.interrupted)
         return self.report
 
 
-def _start_record(identity: ServerIdentity, config: Any) -> TestRecord | None:
+def _open_baseline(settings: Settings) -> BaselineContext | None:
+    """Parse at the boundary: a bad limit or baseline file is a usage error before any launch."""
+    from pytest_sglang.report.baseline import open_baseline, parse_limits
+
+    try:
+        parse_limits(settings.sglang_max_regression)
+        if not settings.sglang_baseline:
+            return None
+        return open_baseline(settings.sglang_baseline, settings.sglang_max_regression,
+                             settings.sglang_baseline_strict)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _interrupted(session: pytest.Session, exitstatus: int) -> bool:
+    """Tell whether the run ended with tests unrun.
+
+    Ctrl-C and SIGTERM (the plugin turns it into KeyboardInterrupt) end with INTERRUPTED; a stop
+    requested without a failure (``session.shouldstop`` with a green exit status) also left tests unrun.
+    """
+    return exitstatus == pytest.ExitCode.INTERRUPTED or (bool(session.shouldstop) and exitstatus == 0)
+
+
+def _start_record(identity: ServerIdentity, config: LaunchConfig | None) -> TestRecord | None:
     """The server start as a record: ready time against the startup deadline (launch modes only)."""
-    timeout = getattr(config, "startup_timeout_s", None)
     # Attached (also an xdist worker's view of the controller's launch): nothing of ours was timed.
-    if identity.ready_s is None or not isinstance(timeout, (int, float)):
+    if identity.ready_s is None or config is None:
         return None
+    timeout = config.startup_timeout_s
     check = compare("startup", "ready_s", round(identity.ready_s, 3), "<=", timeout, unit="s", source="log",
                     detail=f"{len(identity.phases)} phases, see the startup timeline")
     return TestRecord(START_NODEID, gates=[GateOutcome("startup", [check])])
 
 
 def wants_requests(settings: Settings) -> bool:
-    """Whether loads should carry per-request records in ``user_properties`` (JSON with
-    --sglang-report-requests, exact latency CDFs in the HTML report)."""
+    """Tell whether loads should carry per-request records in ``user_properties``.
+
+    They are needed for JSON with --sglang-report-requests and exact latency CDFs in the HTML report.
+    """
     return bool(settings.sglang_report_requests or settings.sglang_html)
 
 

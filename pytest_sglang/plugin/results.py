@@ -14,19 +14,23 @@ import pytest
 
 from pytest_sglang import redaction
 from pytest_sglang.gates.base import GateOutcome
+from pytest_sglang.plugin.keys import RESULTS_KEY
 
 if TYPE_CHECKING:
     from pytest_sglang.loadgen import LoadResult
 
-if TYPE_CHECKING:
-    pass
+__all__ = ["RESULTS_KEY", "GateResults", "record", "results_of"]
 
-RESULTS_KEY = pytest.StashKey["GateResults"]()
 
 
 @dataclass
 class GateResults:
-    """What the ``sglang_gate`` fixture returns: this test's outcomes and load results."""
+    """What the ``sglang_gate`` fixture returns: this test's outcomes and load results.
+
+    ``outcomes`` holds what the gate markers measured in the test's setup (and what
+    :meth:`record` added); ``loads`` every load run by the markers or ``sglang_load``.
+    ``sglang_gate["throughput"]`` is one gate's outcome.
+    """
 
     outcomes: list[GateOutcome] = field(default_factory=list)
     loads: list[LoadResult] = field(default_factory=list)
@@ -61,6 +65,7 @@ class GateResults:
 
 
 def results_of(item: pytest.Item) -> GateResults:
+    """The :class:`GateResults` of ``item``, created on first use."""
     results = item.stash.get(RESULTS_KEY, None)
     if results is None:
         results = item.stash[RESULTS_KEY] = GateResults(item=item)
@@ -68,6 +73,7 @@ def results_of(item: pytest.Item) -> GateResults:
 
 
 def record(item: pytest.Item, outcome: GateOutcome) -> None:
+    """Keep ``outcome`` for the judgement after the body and in ``user_properties`` for the reports."""
     results_of(item).outcomes.append(outcome)
     item.user_properties.append(("sglang_outcome", json.dumps(redaction.scrub_payload(outcome.to_dict()))))
     for check in outcome.checks:

@@ -7,6 +7,12 @@ than the baseline's is a regression even when it still meets the marker's floor)
 A regression fails **the test that measured the metric** (the plugin calls
 :func:`baseline_outcome` in that test's call phase), with both values and the limit in the
 message. Loads with failed requests are never compared: their throughput is not a measurement.
+
+Comparing a candidate configuration with the production baseline is the promotion use: a baseline
+whose launch args, SGLang version or image differ is compared, and the failure message says what
+the candidate changed (``candidate vs baseline: launch_args: ... -> ...``). A baseline measured on
+another setup (model, GPU, host: :data:`.fingerprint.COMPARABLE`) or with another workload (the
+test's load shapes) is not compared: a warning, or a failure with ``--sglang-baseline-strict``.
 """
 
 from __future__ import annotations
@@ -17,11 +23,11 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
-from pytest_sglang.report.fingerprint import differences
+from pytest_sglang.report.fingerprint import Change, changes, incomparable
 from pytest_sglang.report.records import shape_key
 
 OPTION = "--sglang-max-regression"
@@ -119,10 +125,14 @@ def baseline_loads(report: Mapping[str, Any], nodeid: str) -> list[dict[str, Any
 
 def compare_test(nodeid: str, old_test: Mapping[str, Any], loads: Sequence[Mapping[str, Any]],
                  gates: Sequence[GateOutcome | Mapping[str, Any]], limits: Limits, *,
-                 baseline_name: str = "baseline") -> GateOutcome | None:
-    """One ``baseline`` outcome for a test (its loads and gate figures), or None: nothing compared."""
+                 baseline_name: str = "baseline", strict: bool = False) -> GateOutcome | None:
+    """One ``baseline`` outcome for a test (its loads and gate figures), or None: nothing compared.
+
+    A load whose shape the baseline's test never ran is another workload: not compared (a note), and
+    with ``strict`` a failed ``workload`` check.
+    """
     outcome = GateOutcome("baseline", context={"baseline": baseline_name, "test": nodeid})
-    _compare_loads(outcome, old_test.get("loads", []), loads, limits)
+    _compare_loads(outcome, old_test.get("loads", []), loads, limits, strict=strict)
     old_figures, new_figures = gate_figures(old_test.get("gates", []), limits), gate_figures(gates, limits)
     for (gate, metric), (after, unit) in new_figures.items():
         if (gate, metric) in old_figures:
@@ -130,8 +140,8 @@ def compare_test(nodeid: str, old_test: Mapping[str, Any], loads: Sequence[Mappi
                                  unit, f"{gate} gate record", _CAPACITY_REMEDY))
     if not outcome.checks and not outcome.notes:
         return None
-    if outcome.checks:
-        compared = dict.fromkeys(c.metric for c in outcome.checks)
+    if any(c.metric in limits.per_metric for c in outcome.checks):
+        compared = dict.fromkeys(c.metric for c in outcome.checks if c.metric in limits.per_metric)
         outcome.notes.append(f"limits: {', '.join(f'{m} {fmt(limits.per_metric[m])}%' for m in compared)} "
                              f"(--sglang-max-regression) against {baseline_name}")
     return outcome
@@ -167,8 +177,11 @@ _CAPACITY_REMEDY = ("find what shrank it (compare the launch args and fingerprin
 
 
 def _compare_loads(outcome: GateOutcome, old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]],
-                   limits: Limits) -> None:
+                   limits: Limits, *, strict: bool) -> None:
     old_groups, new_groups = _groups(old), _groups(new)
+    other = [k for k in new_groups if k not in old_groups]
+    if other and old_groups:
+        _workload_differs(outcome, other, list(old_groups), strict=strict)
     for key in [k for k in new_groups if k in old_groups]:
         if _failed(new_groups[key]) or _failed(old_groups[key]):
             outcome.notes.append(f"load {key}: not compared, requests failed in one of the runs")
@@ -177,6 +190,15 @@ def _compare_loads(outcome: GateOutcome, old: Sequence[Mapping[str, Any]], new: 
             before, after = _median(old_groups[key], metric), _median(new_groups[key], metric)
             if before is not None and after is not None:
                 _add(outcome, _check(metric, limit, before, after, _unit(metric), f"load {key}", _LOAD_REMEDY))
+
+
+def _workload_differs(outcome: GateOutcome, new: Sequence[str], old: Sequence[str], *, strict: bool) -> None:
+    detail = f"this run: {'; '.join(new)}; the baseline ran: {'; '.join(old)}"
+    outcome.notes.append(f"not compared, the workload differs: {detail}")
+    if strict:
+        outcome.add(Check("baseline", "workload", "differs", "equal", "==", source="load shapes", passed=False,
+                          detail=detail, remedy="run the baseline's load shapes (the marker's keywords), refresh "
+                                               "the baseline, or drop --sglang-baseline-strict to only warn"))
 
 
 def _add(outcome: GateOutcome, check: Check) -> None:
@@ -229,38 +251,81 @@ def _unit(metric: str) -> str:
     return "req/s" if metric == "request_throughput" else ""
 
 
+class BaselineSummary(TypedDict):
+    """The ``baseline`` object of the JSON report."""
+
+    path: str
+    strict: bool
+    limits: dict[str, float]
+    #: False: another setup, nothing was compared (the differences say why).
+    comparable: bool
+    #: Comparable fields that differ, e.g. ``gpu_model: 'H100' (baseline) != 'A100' (this run)``.
+    fingerprint_differences: list[str]
+    #: What the candidate changes: ``{"field", "baseline", "candidate"}``.
+    candidate_changes: list[dict[str, str]]
+
+
 @dataclass
 class BaselineContext:
-    """A loaded baseline: its report, limits, and how this run's fingerprint compares."""
+    """A loaded baseline: its report, limits, and how a candidate's fingerprint compares with its own."""
 
     path: str
     report: dict[str, Any]
     limits: Limits
     strict: bool = False
 
-    def fingerprint_diff(self, fingerprint: Mapping[str, Any]) -> list[str]:
-        return differences(self.report.get("fingerprint", {}), fingerprint)
+    @property
+    def fingerprint(self) -> Mapping[str, object]:
+        found = self.report.get("fingerprint")
+        return found if isinstance(found, Mapping) else {}
 
-    def outcome(self, nodeid: str, loads: Sequence[Mapping[str, Any]],
-                gates: Sequence[GateOutcome | Mapping[str, Any]] = ()) -> GateOutcome | None:
-        return compare_test(nodeid, baseline_test(self.report, nodeid), loads, gates, self.limits,
-                            baseline_name=self.path)
+    def incomparable(self, candidate: Mapping[str, object]) -> list[str]:
+        """What makes the figures incomparable (model, GPU, host differ): then nothing is compared."""
+        return incomparable(self.fingerprint, candidate)
+
+    def changes(self, candidate: Mapping[str, object]) -> list[Change]:
+        """What the candidate changes (launch args, SGLang version, image, runner): compared and shown."""
+        return changes(self.fingerprint, candidate)
 
     def measures(self, loads: Sequence[Mapping[str, Any]], gates: Sequence[GateOutcome | Mapping[str, Any]]
                  ) -> bool:
-        """Whether a test produced figures this baseline compares (strict mode fails only those)."""
+        """Whether a test produced figures this baseline compares."""
         return bool(loads) or bool(gate_figures(gates, self.limits))
 
-    def fingerprint_outcome(self, nodeid: str, fingerprint: Mapping[str, Any]) -> GateOutcome | None:
-        """With --sglang-baseline-strict, a differing fingerprint fails the comparing test."""
-        diff = self.fingerprint_diff(fingerprint)
-        if not diff or not self.strict:
+    def outcome(self, nodeid: str, loads: Sequence[Mapping[str, Any]],
+                gates: Sequence[GateOutcome | Mapping[str, Any]], candidate: Mapping[str, object]
+                ) -> GateOutcome | None:
+        """The baseline outcome of one test of the candidate run ``candidate`` (its fingerprint), or None.
+
+        On another setup: None (the run's summary warns), or with ``strict`` a failed check. Otherwise
+        the regression checks, with what the candidate changes at the top of the notes.
+        """
+        if not self.measures(loads, gates):
             return None
+        differs = self.incomparable(candidate)
+        if differs:
+            return self._not_comparable(differs) if self.strict else None
+        outcome = compare_test(nodeid, baseline_test(self.report, nodeid), loads, gates, self.limits,
+                               baseline_name=self.path, strict=self.strict)
+        if outcome is not None:
+            outcome.notes[:0] = [f"candidate vs baseline: {c.line()}" for c in self.changes(candidate)]
+        return outcome
+
+    def summary(self, candidate: Mapping[str, object] | None) -> BaselineSummary:
+        """The report's ``baseline`` object for the candidate run (None: no server, nothing to compare)."""
+        differs = self.incomparable(candidate) if candidate is not None else []
+        changed = self.changes(candidate) if candidate is not None and not differs else []
+        return BaselineSummary(path=self.path, strict=self.strict, limits=dict(self.limits.per_metric),
+                               comparable=not differs, fingerprint_differences=differs,
+                               candidate_changes=[c.to_dict() for c in changed])
+
+    def _not_comparable(self, differs: Sequence[str]) -> GateOutcome:
         check = Check("baseline", "fingerprint", "differs", "equal", "==", source="report fingerprints",
-                      passed=False, detail="; ".join(diff),
-                      remedy=f"compare on the same setup, refresh the baseline {self.path}, or drop "
-                             "--sglang-baseline-strict to only warn")
-        return GateOutcome("baseline", [check], notes=[f"fingerprint differs from {self.path}:", *diff])
+                      passed=False, detail="; ".join(differs),
+                      remedy=f"compare on the same model, GPU and host, refresh the baseline {self.path}, or "
+                             "drop --sglang-baseline-strict to only warn")
+        notes = [f"not compared with {self.path}: the figures were measured on another setup:", *differs]
+        return GateOutcome("baseline", [check], notes=notes)
 
 
 def open_baseline(path: str, max_regression: str | None, strict: bool) -> BaselineContext:

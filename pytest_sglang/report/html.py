@@ -11,7 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from pytest_sglang.redaction import scrub
+from pytest_sglang.redaction import clean_text, scrub
 from pytest_sglang.report import html_charts as charts
 from pytest_sglang.report import text
 
@@ -33,7 +33,12 @@ MAX_SERIES = 8
 
 
 def render(report: Mapping[str, Any]) -> str:
-    failed = "FAILED" in text.verdict_line(report)
+    """The whole page; escape sequences and control characters of server-provided text removed."""
+    return clean_text(_render(report))
+
+
+def _render(report: Mapping[str, Any]) -> str:
+    failed = not text.verdict_line(report).startswith("PASSED")
     body = ["<h1>pytest-sglang gate report</h1>",
             f'<p class="verdict {"fail" if failed else "pass"}">{escape(text.verdict_line(report))}</p>',
             _server(report.get("server")), _baseline(report.get("baseline")),
@@ -84,10 +89,11 @@ def _server(server: Mapping[str, Any] | None) -> str:
 def _baseline(baseline: Mapping[str, Any] | None) -> str:
     if not baseline:
         return ""
-    diff = baseline.get("fingerprint_differences") or []
-    state = "fingerprint matches" if not diff else "fingerprint differs"
-    items = "".join(f"<li>{escape(d)}</li>" for d in diff)
-    return f"<h2>Baseline</h2><p><code>{escape(str(baseline['path']))}</code>: {state}</p><ul>{items}</ul>"
+    items = [f"<li>{escape(d)}</li>" for d in baseline.get("fingerprint_differences") or []]
+    items += [f"<li>candidate vs baseline: {escape(c['field'])}: <code>{escape(c['baseline'])}</code> -&gt; "
+              f"<code>{escape(c['candidate'])}</code></li>" for c in baseline.get("candidate_changes") or []]
+    return (f"<h2>Baseline</h2><p><code>{escape(str(baseline['path']))}</code>: "
+            f"{escape(text.baseline_state(baseline))}</p><ul>{''.join(items)}</ul>")
 
 
 def _gates(records: Sequence[Mapping[str, Any]]) -> str:
@@ -160,8 +166,10 @@ def _load_label(test: str, load: Mapping[str, Any]) -> str:
 
 
 def cdf_points(values: Sequence[float], max_points: int = 400) -> list[tuple[float, float]]:
-    """Empirical CDF in percent; long runs are thinned to ``max_points`` evenly spaced ranks (the
-    last, slowest value is always kept) so the file stays small and the tail stays visible."""
+    """Return the empirical CDF in percent, thinned to at most ``max_points`` evenly spaced ranks.
+
+    The last, slowest value is always kept, so the file stays small and the tail stays visible.
+    """
     ordered = sorted(values)
     n = len(ordered)
     ranks = range(n) if n <= max_points else sorted(

@@ -1,5 +1,7 @@
-"""Inline SVG charts generated in Python (no scripts, no fonts, no network): line/step charts with
-axes, units and legends, a startup Gantt chart, and measured-vs-required bars."""
+"""Inline SVG charts generated in Python (no scripts, no fonts, no network).
+
+Line/step charts with axes, units and legends, a startup Gantt chart, and measured-vs-required bars.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,12 @@
-"""The server's identity for the reports: SGLang version, model, runner, scrubbed launch args,
-GPU/host facts when known, and the startup time per phase.
+"""The server's identity for the reports.
 
-Built from the :class:`pytest_sglang.server.SGLangServer` handle (duck-typed: attached and launched
-handles have the same shape; ``startup`` is None when attached). Everything passes through
-``redaction`` because ``/server_info`` and ``launch_command`` carry API keys in clear text.
+SGLang version, model, runner, image, masked launch args, GPU/host facts when known, and the startup
+time per phase.
+
+Built from the :class:`pytest_sglang.server.SGLangServer` handle (attached and launched handles have
+the same shape; ``startup`` is None when attached). Everything passes through ``redaction`` because
+``/server_info`` and ``launch_command`` carry API keys in clear text, and text the server provides
+(model name, launch command) loses its control characters before any renderer sees it.
 """
 
 from __future__ import annotations
@@ -15,9 +18,14 @@ import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_sglang.redaction import scrub, scrub_argv, scrub_payload
+from pytest_sglang.redaction import clean_text, scrub, scrub_argv, scrub_payload
+
+if TYPE_CHECKING:
+    from pytest_sglang.server import SGLangServer
+    from pytest_sglang.server.config import LaunchConfig
+    from pytest_sglang.server.phases import StartupReport
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,7 @@ class ServerIdentity:
     sglang_version: str | None = None
     model: str | None = None
     runner: str | None = None  # attach | process | simulator | docker
+    image: str | None = None  # the container image (docker runner)
     url: str | None = None
     launch_args: list[str] = field(default_factory=list)
     tp_size: int | None = None
@@ -65,17 +74,20 @@ class ServerIdentity:
         return cls(**known, phases=phases)
 
 
-def identify(server: Any) -> ServerIdentity:
-    """Identity of a server handle (never raises: a report must not fail because a fact is missing)."""
+def identify(server: SGLangServer, runner: str | None = None) -> ServerIdentity:
+    """Identity of a server handle (never raises: a report must not fail because a fact is missing).
+
+    ``runner`` overrides the handle's mode: an xdist worker attaches to the server its controller
+    launched, on the same host, and must describe it as the controller does.
+    """
     info = _safe_info(server)
-    config = getattr(server, "config", None)
-    runner = getattr(config, "runner", None) if config is not None else None
-    mode = getattr(server, "mode", None)
+    config = server.config
     ident = ServerIdentity(
         sglang_version=_str(info.get("version")),
         model=_str(info.get("model_path") or info.get("served_model_name")),
-        runner=str(mode or runner or "attach"),
-        url=scrub(str(getattr(server, "url", "") or "")) or None,
+        runner=runner or server.mode or (config.runner if config is not None else None) or "attach",
+        image=_image(config),
+        url=scrub(server.url) or None,
         launch_args=_launch_args(config, info),
         tp_size=_int(info.get("tp_size")), dp_size=_int(info.get("dp_size")),
         pp_size=_int(info.get("pp_size")),
@@ -89,28 +101,37 @@ def identify(server: Any) -> ServerIdentity:
     if ident.runner == "process" and ident.gpu_model is None:
         # /server_info does not name the GPU; a local process runs on this host's GPUs.
         ident.gpu_model = local_gpu_model()
-    ident.phases, ident.ready_s = startup_phases(getattr(server, "startup", None), info)
+    ident.phases, ident.ready_s = startup_phases(server.startup, info)
     return ident
 
 
-def _safe_info(server: Any) -> dict[str, Any]:
+def _safe_info(server: SGLangServer) -> dict[str, Any]:
     try:
         info = server.info()
-    except Exception:  # noqa: BLE001 - identity is best effort; the server tests report real errors
+    except Exception:  # identity is best effort; the server tests report real errors
         return {}
-    return scrub_payload(dict(info)) if isinstance(info, Mapping) else {}
+    scrubbed: dict[str, Any] = scrub_payload(info)  # SGLangServer.info() scrubs; a stand-in may not
+    return scrubbed
 
 
-def _launch_args(config: Any, info: Mapping[str, Any]) -> list[str]:
-    args = getattr(config, "args", None) if config is not None else None
-    if args:
-        return scrub_argv(str(a) for a in args)
+def _image(config: LaunchConfig | None) -> str | None:
+    if config is None or config.runner != "docker":
+        return None
+    from pytest_sglang.server.docker.options import DEFAULT_IMAGE
+
+    return (config.docker.image if config.docker is not None else None) or DEFAULT_IMAGE
+
+
+def _launch_args(config: LaunchConfig | None, info: Mapping[str, Any]) -> list[str]:
+    if config is not None and config.args:
+        return [clean_text(a) for a in scrub_argv(config.args)]
     command = info.get("launch_command")
     if isinstance(command, str) and command:
         try:
-            return scrub_argv(shlex.split(command))
+            argv = shlex.split(command)
         except ValueError:
-            return scrub_argv(command.split())
+            argv = command.split()
+        return [clean_text(a) for a in scrub_argv(argv)]
     return []
 
 
@@ -128,7 +149,7 @@ def host_facts() -> dict[str, Any]:
         import psutil
 
         facts["memory_gb"] = round(psutil.virtual_memory().total / 1e9, 1)
-    except Exception:  # noqa: BLE001 - psutil may be unusable in odd containers
+    except Exception:  # psutil may be unusable in odd containers
         pass
     return facts
 
@@ -147,10 +168,10 @@ def local_gpu_model() -> str | None:
     return names[0] if names else None
 
 
-def startup_phases(startup: Any, info: Mapping[str, Any]) -> tuple[list[Phase], float | None]:
+def startup_phases(startup: StartupReport | None, info: Mapping[str, Any]) -> tuple[list[Phase], float | None]:
     """Phase spans from our StartupReport, else the durations the server reports in ``startup_time``."""
     phases = list(_report_phases(startup)) if startup is not None else []
-    ready = _float(getattr(startup, "ready_s", None)) if startup is not None else None
+    ready = startup.ready_s if startup is not None else None
     if not phases:
         phases = _server_reported(info.get("startup_time"))
     if ready is None and phases:
@@ -158,14 +179,11 @@ def startup_phases(startup: Any, info: Mapping[str, Any]) -> tuple[list[Phase], 
     return phases, ready
 
 
-def _report_phases(startup: Any) -> Iterable[Phase]:
-    for item in getattr(startup, "phases", None) or ():
-        get = item.get if isinstance(item, Mapping) else (lambda k, i=item: getattr(i, k, None))
-        name = get("name") or get("phase")
-        start = _float(get("start_s") if get("start_s") is not None else get("start"))
-        end = _float(get("end_s") if get("end_s") is not None else get("end"))
-        if name and start is not None and end is not None:
-            yield Phase(str(name), start, end, "log")
+def _report_phases(startup: StartupReport) -> Iterable[Phase]:
+    # The last span is still open (end_s None) only if the start never finished: nothing to draw.
+    for span in startup.phases:
+        if span.end_s is not None:
+            yield Phase(span.name, span.start_s, span.end_s, "log")
 
 
 def _server_reported(startup_time: Any) -> list[Phase]:
@@ -189,19 +207,24 @@ def _server_reported(startup_time: Any) -> list[Phase]:
     return phases
 
 
-def _str(value: Any) -> str | None:
-    return None if value in (None, "") else str(value)
+def _str(value: object) -> str | None:
+    """A server-provided fact as text, without escape sequences (a model name is the server's word)."""
+    return None if value is None or value == "" else clean_text(str(value)) or None
 
 
-def _int(value: Any) -> int | None:
+def _int(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
     try:
-        return None if value is None or isinstance(value, bool) else int(value)
-    except (TypeError, ValueError):
+        return int(value)
+    except ValueError:
         return None
 
 
-def _float(value: Any) -> float | None:
+def _float(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
     try:
-        return None if value is None or isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
+        return float(value)
+    except ValueError:
         return None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sglang.redaction import scrub, scrub_payload
+from pytest_sglang.report.baseline import BaselineSummary
 from pytest_sglang.report.fingerprint import fingerprint
 from pytest_sglang.report.identity import ServerIdentity
 from pytest_sglang.report.records import START_NODEID, TestRecord, strip_requests
@@ -24,14 +25,19 @@ SCHEMA_ID = "https://github.com/pytest-sglang/pytest-sglang/schemas/report-v1.sc
 
 def build_report(tests: Sequence[TestRecord], identity: ServerIdentity | None, *,
                  duration_s: float = 0.0, exitstatus: int | None = None,
-                 baseline: Mapping[str, Any] | None = None, notes: Sequence[str] = ()) -> dict[str, Any]:
-    """Assemble the report (with per-request records; :func:`for_file` strips them unless asked)."""
+                 baseline: BaselineSummary | None = None, notes: Sequence[str] = (),
+                 interrupted: bool = False) -> dict[str, Any]:
+    """Assemble the report (with per-request records; :func:`for_file` strips them unless asked).
+
+    ``interrupted``: the run was stopped (Ctrl-C, SIGTERM) before every test ran.
+    """
     from pytest_sglang import SGLANG_VERSION, __version__
 
     rows = [r.to_dict() for t in tests for r in t.rows()]
     # The server start has a row in the table but is not a test: counting it said "4 tests" for 3.
     start = next((t for t in tests if t.nodeid == START_NODEID), None)
-    real = [t for t in tests if t.nodeid != START_NODEID]
+    # A test interrupted after its setup neither passed nor failed: it is not counted.
+    real = [t for t in tests if t.nodeid != START_NODEID and (t.ran or t.outcome != "passed")]
     counts = {k: sum(1 for t in real if t.outcome == k) for k in ("passed", "failed", "error", "skipped")}
     report: dict[str, Any] = {
         "schema": SCHEMA_ID,
@@ -45,7 +51,8 @@ def build_report(tests: Sequence[TestRecord], identity: ServerIdentity | None, *
         "fingerprint": fingerprint(identity),
         "summary": {"tests": len(real), **counts, "checks": len(rows),
                     "checks_failed": sum(1 for r in rows if not r["passed"]),
-                    "server_start": start.outcome if start is not None else None},
+                    "server_start": start.outcome if start is not None else None,
+                    "interrupted": interrupted},
         "records": rows,
         "tests": [t.to_dict(requests=True) for t in tests],
         "baseline": dict(baseline) if baseline is not None else None,

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_sglang.redaction import clean_text
 from pytest_sglang.report import text
 
 
@@ -27,7 +28,8 @@ def render(report: Mapping[str, Any]) -> str:
     lines += _gates(report)
     lines += _baseline(report.get("baseline"))
     lines += [f"> {n}" for n in report.get("notes", [])]
-    return "\n".join(lines).rstrip() + "\n"
+    # Server-provided text (model names, error bodies) must not smuggle escape sequences into a log.
+    return clean_text("\n".join(lines).rstrip()) + "\n"
 
 
 def _server(server: Mapping[str, Any] | None) -> list[str]:
@@ -37,7 +39,7 @@ def _server(server: Mapping[str, Any] | None) -> list[str]:
     if server.get("launch_args"):
         rows.append(["launch args", "`" + " ".join(server["launch_args"]).replace("`", "'") + "`"])
     rows.append(["startup", text.phases_line(server)])
-    lines = _table(["", ""], rows) + [""]
+    lines = [*_table(["", ""], rows), ""]
     phases = server.get("phases") or []
     if phases:
         lines += ["<details><summary>Startup phases</summary>", ""]
@@ -55,19 +57,23 @@ def _gates(report: Mapping[str, Any]) -> list[str]:
             for r in report.get("records", [])]
     if not rows:
         return ["_No gate checks were recorded._", ""]
-    return _table(["test", "gate", "check", "measured", "required", "verdict", "load"], rows,
-                  "---|---|---|--:|--:|---|---") + [""]
+    header = ["test", "gate", "check", "measured", "required", "verdict", "load"]
+    return [*_table(header, rows, "---|---|---|--:|--:|---|---"), ""]
 
 
 def _baseline(baseline: Mapping[str, Any] | None) -> list[str]:
     if not baseline:
         return []
-    diff = baseline.get("fingerprint_differences") or []
-    lines = [f"**Baseline** `{baseline['path']}`: " + ("fingerprint matches" if not diff else
-             "fingerprint differs" + (" (strict: comparing tests fail)" if baseline.get("strict") else
-                                      " (warning only)"))]
-    lines += [f"- {d}" for d in diff]
-    return lines + [""]
+    lines = [f"**Baseline** {_code(baseline['path'])}: {text.baseline_state(baseline)}", ""]
+    lines += [f"- {_code(d)}" for d in baseline.get("fingerprint_differences") or []]
+    lines += [f"- candidate vs baseline: {c['field']}: {_code(c['baseline'])} -> {_code(c['candidate'])}"
+              for c in baseline.get("candidate_changes") or []]
+    return [*lines, ""]
+
+
+def _code(value: object) -> str:
+    # A backtick would end the code span early.
+    return "`" + str(value).replace("`", "'").replace("\n", " ") + "`"
 
 
 def write_markdown(report: Mapping[str, Any], path: str | Path, *, append: bool) -> Path:

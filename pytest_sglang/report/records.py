@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_sglang.gates.base import Check, GateOutcome
-from pytest_sglang.redaction import scrub
+from pytest_sglang.redaction import clean_text, scrub
 
 OUTCOME_PROP = "sglang_outcome"
 LOAD_PROP = "sglang_load"
@@ -56,6 +56,8 @@ class TestRecord:
     loads: list[dict[str, Any]] = field(default_factory=list)
     properties: dict[str, Any] = field(default_factory=dict)
     server: dict[str, Any] | None = None
+    #: False while only its setup has reported: a run interrupted there never ran the test body.
+    ran: bool = True
     _seen: set[tuple[str, str]] = field(default_factory=set, repr=False)
 
     def rows(self) -> list[Row]:
@@ -100,22 +102,44 @@ class TestRecord:
                    properties=dict(data.get("properties", {})))
 
 
+class PhaseReport(Protocol):
+    """What is read of a pytest ``TestReport`` (this package does not import pytest)."""
+
+    @property
+    def nodeid(self) -> str: ...
+    @property
+    def when(self) -> str | None: ...
+    @property
+    def failed(self) -> bool: ...
+    @property
+    def skipped(self) -> bool: ...
+    @property
+    def duration(self) -> float: ...
+    @property
+    def user_properties(self) -> Sequence[tuple[str, object]]: ...
+    @property
+    def longreprtext(self) -> str: ...
+    @property
+    def longrepr(self) -> object: ...
+
+
 class RecordCollector:
-    """Collects :class:`TestRecord` objects from pytest phase reports (duck-typed, also from xdist)."""
+    """Collects :class:`TestRecord` objects from pytest phase reports (also those of xdist workers)."""
 
     def __init__(self) -> None:
         self.tests: dict[str, TestRecord] = {}
 
-    def add_report(self, report: Any) -> TestRecord:
-        nodeid: str = report.nodeid
-        record = self.tests.setdefault(nodeid, TestRecord(nodeid))
-        record.add_properties(getattr(report, "user_properties", ()) or ())
-        record.duration_s += float(getattr(report, "duration", 0.0) or 0.0)
-        node = getattr(report, "node", None)
-        if node is not None and getattr(node, "gateway", None) is not None:
-            record.worker = str(node.gateway.id)
+    def add_report(self, report: PhaseReport) -> TestRecord:
+        record = self.tests.setdefault(report.nodeid, TestRecord(report.nodeid, ran=False))
+        record.ran = record.ran or report.when != "setup"
+        record.add_properties(report.user_properties)
+        record.duration_s += report.duration
+        # xdist sets ``node`` on the reports a worker sends: its gateway names the worker.
+        gateway = getattr(getattr(report, "node", None), "gateway", None)
+        if gateway is not None:
+            record.worker = str(gateway.id)
         record.outcome = _merge_outcome(record.outcome, report)
-        if getattr(report, "failed", False) and not record.message:
+        if report.failed and not record.message:
             record.message = _short_message(report)
         return record
 
@@ -127,24 +151,27 @@ class RecordCollector:
         return [t for t in self.tests.values() if t.gates or t.loads]
 
 
-def _merge_outcome(current: str, report: Any) -> str:
-    when = getattr(report, "when", "call")
-    if getattr(report, "failed", False):
-        return "failed" if when == "call" else "error"
-    if getattr(report, "skipped", False) and current == "passed":
+def _merge_outcome(current: str, report: PhaseReport) -> str:
+    if report.failed:
+        return "failed" if report.when == "call" else "error"
+    if report.skipped and current == "passed":
         return "skipped"
     return current
 
 
-def _short_message(report: Any) -> str:
-    """First line of the failure (scrubbed): enough to tell a threshold miss from a crash."""
-    text = str(getattr(report, "longreprtext", "") or "")
-    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+def _short_message(report: PhaseReport) -> str:
+    """Return the first line of the failure, scrubbed and without control characters.
+
+    Enough to tell a threshold miss from a crash.
+    """
+    text = report.longreprtext or ""
+    # pytest's ExceptionRepr carries the crash line (``reprcrash``); other longreprs are plain text.
+    crash = getattr(report.longrepr, "reprcrash", None)
     crash_message = str(getattr(crash, "message", "") or "")
     if crash_message:
         text = crash_message
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    return scrub(first[:300])
+    return clean_text(scrub(first[:300]))
 
 
 def load_shape(load: Mapping[str, Any]) -> str:

@@ -6,6 +6,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_sglang.redaction import clean_text
 from pytest_sglang.report import text
 
 WIDTH = 80
@@ -13,14 +14,18 @@ _NAME, _MEASURED, _REQUIRED = 36, 14, 17
 
 
 def render(report: Mapping[str, Any], width: int = WIDTH) -> list[str]:
-    """The section's lines (without the ``=== sglang gates ===`` separator pytest draws)."""
+    """The section's lines (without the ``=== sglang gates ===`` separator pytest draws).
+
+    Server-provided text (model names, error bodies, log lines) may carry escape sequences: none
+    reaches the terminal.
+    """
     lines = _identity(report.get("server"), width, started=report["summary"].get("server_start"))
     lines += _baseline(report.get("baseline"), width)
     for note in report.get("notes", []):
         lines += textwrap.wrap(note, width=width, initial_indent="note: ", subsequent_indent="      ")
     lines += _table(report)
     lines += textwrap.wrap(text.verdict_line(report), width=width, subsequent_indent="  ")
-    return lines
+    return [clean_text(line) for line in lines]
 
 
 def _field(label: str, value: str, width: int) -> list[str]:
@@ -46,13 +51,17 @@ def _identity(server: Mapping[str, Any] | None, width: int, started: str | None 
 def _baseline(baseline: Mapping[str, Any] | None, width: int) -> list[str]:
     if not baseline:
         return []
-    diff = baseline.get("fingerprint_differences") or []
-    state = "fingerprint matches" if not diff else (
-        "fingerprint DIFFERS (" + ("fails: --sglang-baseline-strict" if baseline.get("strict") else "warning")
-        + ")")
-    lines = _field("baseline", state, width) + _field("", str(baseline["path"]), width)
-    for item in diff:
+    lines = _field("baseline", text.baseline_state(baseline), width) + _field("", str(baseline["path"]), width)
+    for item in baseline.get("fingerprint_differences") or []:
         lines += textwrap.wrap(item, width=width, initial_indent="  - ", subsequent_indent="    ")
+    for item, change in zip(text.candidate_lines(baseline), baseline.get("candidate_changes") or [], strict=True):
+        if len(item) + 2 <= width:
+            lines.append(f"  {item}")
+            continue
+        # Too long for one line: the values on their own lines, so a flag stays next to its value.
+        lines.append(f"  candidate vs baseline: {change['field']}:")
+        lines += textwrap.wrap(f"{change['baseline']} -> {change['candidate']}", width=width,
+                               initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False)
     return lines
 
 

@@ -71,11 +71,33 @@ def hardware(server: Mapping[str, Any]) -> str:
     return gpu + ("; host " + ", ".join(bits) if bits else "")
 
 
+def baseline_state(baseline: Mapping[str, Any]) -> str:
+    """How the run was compared with its baseline, in a few words."""
+    if baseline.get("fingerprint_differences"):
+        return "NOT COMPARED: measured on another setup (" + (
+            "fails: --sglang-baseline-strict" if baseline.get("strict") else "warning") + ")"
+    if baseline.get("candidate_changes"):
+        return "candidate compared (same model, GPU and host)"
+    return "fingerprint matches"
+
+
+def candidate_lines(baseline: Mapping[str, Any]) -> list[str]:
+    """``candidate vs baseline: launch_args: --tp 1 -> --tp 2``, one per changed field."""
+    return [f"candidate vs baseline: {c['field']}: {c['baseline']} -> {c['candidate']}"
+            for c in baseline.get("candidate_changes") or []]
+
+
 def verdict_line(report: Mapping[str, Any]) -> str:
+    """``PASSED: 4/4 checks ok in 2 tests (...)``; never PASSED for a run that was stopped early."""
     s = report["summary"]
     start_failed = s.get("server_start") == "error"
-    status = "FAILED" if s["checks_failed"] or s["failed"] or s["error"] or start_failed else "PASSED"
-    status += ": the server did not start;" if start_failed else ":"
+    failed = bool(s["checks_failed"] or s["failed"] or s["error"] or start_failed)
+    status = "FAILED" if failed else "PASSED"
+    if s.get("interrupted"):
+        status = ("FAILED, interrupted" if failed else "INTERRUPTED") + ": the run was stopped before it finished"
+        status += "; the server did not start;" if start_failed else ";"
+    else:
+        status += ": the server did not start;" if start_failed else ":"
     return (f"{status} {s['checks'] - s['checks_failed']}/{s['checks']} checks ok in {s['tests']} "
             f"test{'' if s['tests'] == 1 else 's'} "
             f"({s['passed']} passed, {s['failed']} failed, {s['error']} errors, {s['skipped']} skipped)")

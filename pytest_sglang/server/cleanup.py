@@ -5,26 +5,28 @@
   too; the atexit hook is the safety net).
 * A pytest killed by SIGKILL cannot clean up. Its servers still carry ``PYTEST_SGLANG_OWNER=<pid>:<run>``
   naming a pid that no longer exists: :func:`find_leftovers` finds them, :func:`kill_leftovers`
-  stops them (``--sglang-kill`` and the start of each run). Docker containers are found by label in
-  ``server/docker.py`` (``kill_leftover_containers``), called from here when that module exists.
+  stops them (``--sglang-kill`` and the start of each run). Docker containers are found by label
+  (``server/docker/engine.py``); the docker SDK is imported only if it is installed and asked.
 """
 
 from __future__ import annotations
 
 import atexit
-import importlib
 import os
 import signal
+import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 
 import psutil
 
 from pytest_sglang import redaction
-from pytest_sglang.server.runner import DEFAULT_GRACE_S, OWNER_ENV, RunningProcess, kill_processes, marked_processes
+from pytest_sglang.server.base import DEFAULT_GRACE_S, RunningProcess
+from pytest_sglang.server.runner import OWNER_ENV, kill_processes, marked_processes
 
+#: The signals that stop our servers before this process dies (Windows has no SIGHUP).
+_STOP_SIGNALS = (signal.SIGTERM,) if sys.platform == "win32" else (signal.SIGTERM, signal.SIGHUP)
 _lock = threading.Lock()
 _live: list[RunningProcess] = []
 _installed = False
@@ -53,7 +55,7 @@ def stop_all(grace_s: float = DEFAULT_GRACE_S) -> None:
     for proc in procs:
         try:
             proc.stop(grace_s)
-        except Exception:  # noqa: BLE001 - keep stopping the others
+        except Exception:  # keep stopping the others
             pass
 
 
@@ -66,7 +68,7 @@ def install_handlers() -> None:
     atexit.register(stop_all, 5.0)
     if threading.current_thread() is not threading.main_thread():
         return
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in _STOP_SIGNALS:
         current = signal.getsignal(sig)
         # Respect handlers installed by someone else (they decide how to exit); chain to them.
         if current is signal.SIG_IGN:
@@ -133,16 +135,13 @@ def kill_leftovers(grace_s: float = 5.0, *, docker: bool = True) -> list[str]:
 
 
 def _docker_leftovers() -> list[str]:
+    # The engine module imports the docker SDK only inside its functions, and finds nothing
+    # (no error) when the SDK is not installed or no engine answers.
+    from pytest_sglang.server.docker.runner import kill_leftover_containers
+
     try:
-        module = importlib.import_module("pytest_sglang.server.docker.runner")
-    except ImportError:
-        return []
-    killer: Callable[[], list[str]] | None = getattr(module, "kill_leftover_containers", None)
-    if killer is None:
-        return []
-    try:
-        return killer()
-    except Exception as exc:  # noqa: BLE001 - no docker engine must not break process cleanup
+        return kill_leftover_containers()
+    except Exception as exc:  # no docker engine must not break process cleanup
         return [f"could not check docker containers: {redaction.scrub(str(exc))}"]
 
 

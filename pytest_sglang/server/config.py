@@ -3,59 +3,132 @@
 Two equal configs are the same server: the plugin's server factory reuses a running server when a
 test asks for a config equal to one already launched, so every field that changes the server
 (runner, args, command, interpreter, environment, docker options) is part of equality.
+
+A config reads its launch args once, as SGLang will (:attr:`LaunchConfig.launch_args`): the port and
+host, the secrets and the API key clients send all come from that one parse. Errors speak the
+engine's words (``LaunchConfig.runner``); the plugin re-words them for its options
+(:meth:`LaunchConfigError.for_option`).
 """
 
 from __future__ import annotations
 
 import socket
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from pytest_sglang import defaults, redaction
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.sglang.args import find_flag
+from pytest_sglang.server.docker import options as docker_options
+from pytest_sglang.sglang.args import LaunchArgs, command_flags, display_argv, display_launch, parse_launch_args
 
-RUNNERS = ("process", "simulator", "docker")
-VALIDATE_MODES = ("strict", "warn", "off")
+RUNNERS = defaults.RUNNERS
+VALIDATE_MODES = defaults.VALIDATE_MODES
 #: Module run by the default command of each runner (``<python> -m MODULE ARGS``).
 DEFAULT_MODULES = {"process": "sglang.launch_server", "simulator": "pytest_sglang.simulator"}
 #: Hosts that mean "every interface": the server is then reached through the loopback address.
 _WILDCARD_HOSTS = ("0.0.0.0", "::", "[::]", "")
 
 
-@dataclass(frozen=True)
+class LaunchConfigError(ConfigError):
+    """A bad :class:`LaunchConfig` or :class:`DockerOptions` field, in the engine's words.
+
+    ``fix`` is a template: ``{name}`` is how the field is set, ``LaunchConfig(runner=...)`` here and
+    ``--sglang-runner`` once the plugin re-words it with :meth:`for_option`.
+    """
+
+    def __init__(self, owner: str, name: str, value: object, problem: str, fix: str) -> None:
+        """Keep the field and the fix template so that :meth:`for_option` can re-word it."""
+        self.owner = owner
+        self.field = name
+        self.fix_template = fix
+        super().__init__(f"{owner}.{name}", value, problem, fix.format(name=f"{owner}({name}=...)"))
+
+    def for_option(self, option: str) -> ConfigError:
+        """The same error for a plugin option (``--sglang-runner``) that set this field."""
+        return ConfigError(option, self.value, self.problem, self.fix_template.format(name=option))
+
+    def __reduce__(self) -> tuple[type[LaunchConfigError], tuple[str, str, object, str, str]]:
+        """Pickle by the constructor's arguments (errors cross xdist and process boundaries)."""
+        return type(self), (self.owner, self.field, self.value, self.problem, self.fix_template)
+
+
+def _literal(text: str) -> str:
+    """``text`` used as a fix template that has no ``{name}`` in it."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _check(owner: str, name: str, value: str, parse: Callable[[str], object], fix: str) -> None:
+    try:
+        parse(value)
+    except ValueError as exc:
+        raise LaunchConfigError(owner, name, value, str(exc), fix) from None
+
+
+@dataclass(frozen=True, repr=False)
 class DockerOptions:
-    """Docker runner options (parsed and turned into SDK keywords by ``server/docker.py``)."""
+    """Docker runner options (turned into SDK keywords by ``server/docker/spec.py``), checked here."""
 
     image: str | None = None
-    gpus: str = "all"
-    shm_size: str = "32g"
-    ipc_host: bool = True
+    gpus: str = defaults.DEFAULT_GPUS
+    shm_size: str = defaults.DEFAULT_SHM_SIZE
+    ipc_host: bool = defaults.DEFAULT_IPC_HOST
     volumes: tuple[str, ...] = ()
     memory: str | None = None
-    pull: str = "missing"
+    pull: str = defaults.DEFAULT_PULL
     network: str | None = None
 
+    def __post_init__(self) -> None:
+        """Validate every field; a bad one raises :class:`LaunchConfigError`."""
+        object.__setattr__(self, "volumes", tuple(self.volumes))
+        owner = "DockerOptions"
+        _check(owner, "gpus", self.gpus, docker_options.gpu_device_requests, docker_options.GPUS_FIX)
+        _check(owner, "shm_size", self.shm_size, docker_options.parse_size, docker_options.SIZE_FIX)
+        if self.memory is not None:
+            _check(owner, "memory", self.memory, docker_options.parse_size, docker_options.SIZE_FIX)
+        for volume in self.volumes:
+            _check(owner, "volumes", volume, docker_options.parse_volume, docker_options.VOLUME_FIX)
+        if self.pull not in defaults.PULL_POLICIES:
+            raise LaunchConfigError(owner, "pull", self.pull, "not a pull policy",
+                                    "give {name} always, missing (default) or never")
 
-@dataclass(frozen=True)
+    def __repr__(self) -> str:
+        """The fields with secrets masked."""
+        return redaction.scrub(_fields_repr(self, {}))
+
+
+def _fields_repr(obj: DockerOptions | LaunchConfig, shown: dict[str, str]) -> str:
+    """``Name(field=value, ...)`` like a dataclass repr, with ``shown`` replacing some values."""
+    parts = [f"{f.name}={shown.get(f.name, repr(getattr(obj, f.name)))}" for f in fields(obj) if f.repr]
+    return f"{type(obj).__name__}({', '.join(parts)})"
+
+
+@dataclass(frozen=True, repr=False)
 class LaunchConfig:
-    """Everything that defines a launch (identical config -> the same, reusable server)."""
+    """Everything that defines a launch (identical config -> the same, reusable server).
 
-    runner: str = "process"
+    ``repr()``/``str()`` never show a secret: the API key, secret-looking environment values and the
+    secret launch args (``--api-key`` in any spelling SGLang accepts) are masked.
+    """
+
+    runner: str = defaults.DEFAULT_RUNNER
     args: tuple[str, ...] = ()
     command: tuple[str, ...] | None = None
     python: str | None = None
     env: tuple[tuple[str, str], ...] = ()
-    startup_timeout_s: float = 1800.0
-    api_key: str | None = field(default=None, repr=False)  # a secret: never in repr()
-    validate: str = "strict"
+    startup_timeout_s: float = defaults.DEFAULT_STARTUP_TIMEOUT_S
+    api_key: str | None = None
+    validate: str = defaults.DEFAULT_VALIDATE
     preflight: bool = True
-    host_memory_reserve_gb: float = 10.0
+    host_memory_reserve_gb: float = defaults.DEFAULT_HOST_MEMORY_RESERVE_GB
     log_dir: Path | None = None
     docker: DockerOptions | None = None
+    #: The command's flags and the args, read once as SGLang reads them (set from the fields above).
+    launch_args: LaunchArgs = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        """Freeze sequences, validate fields, parse the launch args once and register their secrets."""
         # Accept lists from callers but keep the dataclass hashable and truly frozen.
         object.__setattr__(self, "args", tuple(self.args))
         if self.command is not None:
@@ -64,30 +137,82 @@ class LaunchConfig:
         if self.log_dir is not None:
             object.__setattr__(self, "log_dir", Path(self.log_dir))
         self._check()
+        object.__setattr__(self, "launch_args", self._parse())
+        # Registered before anything can print this config (an error, a log line, a failing assert).
+        redaction.register(*self.secrets)
 
     def _check(self) -> None:
+        owner = "LaunchConfig"
         if self.runner not in RUNNERS:
-            raise ConfigError("--sglang-runner", self.runner,
-                              f"unknown runner; expected one of {', '.join(RUNNERS)}",
-                              "use --sglang-runner process (real SGLang) or simulator (no GPU needed)")
+            raise LaunchConfigError(owner, "runner", self.runner,
+                                    f"unknown runner; expected one of {', '.join(RUNNERS)}",
+                                    "use {name} process (real SGLang) or simulator (no GPU needed)")
         if self.validate not in VALIDATE_MODES:
-            raise ConfigError("--sglang-validate", self.validate, "expected strict, warn or off",
-                              "use --sglang-validate strict (default), warn or off")
+            raise LaunchConfigError(owner, "validate", self.validate, "expected strict, warn or off",
+                                    "use {name} strict (default), warn or off")
         if not self.startup_timeout_s > 0:
-            raise ConfigError("--sglang-startup-timeout", self.startup_timeout_s,
-                              "must be greater than 0 seconds",
-                              "give the whole start a deadline in seconds, e.g. "
-                              "--sglang-startup-timeout 1800")
+            raise LaunchConfigError(owner, "startup_timeout_s", self.startup_timeout_s,
+                                    "must be greater than 0 seconds",
+                                    "give {name} one deadline in seconds for the whole start, e.g. 1800")
         if self.host_memory_reserve_gb < 0:
-            raise ConfigError("--sglang-host-memory-reserve-gb", self.host_memory_reserve_gb, "must be >= 0",
-                              "give the host memory to keep free in decimal GB, e.g. 10")
+            raise LaunchConfigError(owner, "host_memory_reserve_gb", self.host_memory_reserve_gb, "must be >= 0",
+                                    "give {name} the host memory to keep free in decimal GB, e.g. 10")
         if self.command is not None and not self.command:
-            raise ConfigError("--sglang-command", "", "the command is empty",
-                              "give a command prefix, e.g. --sglang-command 'python -m sglang.launch_server'")
+            raise LaunchConfigError(owner, "command", "", "the command is empty",
+                                    "give {name} a command prefix, e.g. 'python -m sglang.launch_server'")
+
+    def _parse(self) -> LaunchArgs:
+        own = command_flags(self.command or ())
+        try:
+            return parse_launch_args([*own, *self.args], source="LaunchConfig.args")
+        except ConfigError as exc:
+            # Say which field holds the bad flag: the command's own flags are checked alone.
+            bad_command = bool(own) and _rejects(own)
+            name = "command" if bad_command else "args"
+            shown = " ".join(display_argv(self.command or ())) if bad_command else exc.value
+            raise LaunchConfigError("LaunchConfig", name, shown, exc.problem, _literal(exc.fix)) from None
 
     @property
     def env_dict(self) -> dict[str, str]:
+        """The extra environment variables as a dict."""
         return dict(self.env)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret this config holds: the API key, secret-looking env values, secret launch args."""
+        env = (value for name, value in self.env if redaction.is_secret_env_name(name))
+        return tuple(s for s in (self.api_key, *env, *self.launch_args.secrets) if s)
+
+    @property
+    def client_api_key(self) -> str | None:
+        """The key clients send: ``api_key``, else the server's own ``--api-key`` (any spelling)."""
+        return self.api_key or self.launch_args.api_key
+
+    def args_without(self, *dests: str) -> list[str]:
+        """``args`` without the tokens that feed ServerArgs fields ``dests``, in any spelling SGLang accepts.
+
+        The docker runner drops ``host`` and ``port`` this way (``--port=4000``, ``--po 4000`` alike).
+        """
+        tokens = self.launch_args.tokens
+        return [t.text for t in tokens[len(tokens) - len(self.args):] if t.dest not in dests] if self.args else []
+
+    def __repr__(self) -> str:
+        """The fields with the launch args shown and secrets masked."""
+        shown = {
+            "args": repr(tuple(display_launch(self.args, self.command or ()))),
+            "command": repr(None if self.command is None else tuple(display_argv(self.command))),
+            "env": repr(tuple((k, redaction.MASK if redaction.is_secret_env_name(k) else v) for k, v in self.env)),
+            "api_key": repr(None if self.api_key is None else redaction.MASK),
+        }
+        return redaction.scrub(_fields_repr(self, shown))
+
+
+def _rejects(argv: Iterable[str]) -> bool:
+    try:
+        parse_launch_args(list(argv))
+    except ConfigError:
+        return True
+    return False
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -97,24 +222,21 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def given_port(args: Sequence[str]) -> int | None:
-    """The ``--port`` of the launch args, if any (a bad value is a ConfigError naming the flag)."""
-    text = find_flag(args, "--port")
-    if text is None:
+def given_port(args: LaunchArgs) -> int | None:
+    """The ``--port`` of the launch args (any spelling SGLang accepts), if given."""
+    if not args.given("port"):
         return None
-    try:
-        return int(text)
-    except ValueError:
-        raise ConfigError("--port", text, "not a port number", "give --port an integer, or leave it out "
-                          "and pytest-sglang picks a free port") from None
+    if not 0 < args.port < 65536:
+        raise ConfigError("--port", args.port, "not a TCP port (1-65535)",
+                          "give --port a port number, or leave it out and pytest-sglang picks a free port")
+    return args.port
 
 
-def connect_host(args: Sequence[str]) -> str:
+def connect_host(args: LaunchArgs) -> str:
     """The address to reach the server at: its ``--host``, or loopback for a wildcard/absent host."""
-    host = find_flag(args, "--host")
-    if host is None or host in _WILDCARD_HOSTS:
+    if not args.given("host") or args.host in _WILDCARD_HOSTS:
         return "127.0.0.1"
-    return host
+    return args.host
 
 
 def command_prefix(config: LaunchConfig) -> list[str]:
@@ -125,27 +247,28 @@ def command_prefix(config: LaunchConfig) -> list[str]:
     return [config.python or sys.executable, "-m", module]
 
 
-def address_args(args: Sequence[str], port: int) -> list[str]:
+def address_args(args: LaunchArgs, port: int) -> list[str]:
     """What to append so the server listens where we expect: nothing if ``--port`` is given."""
     if given_port(args) is not None:
         return []
-    extra = [] if find_flag(args, "--host") is not None else ["--host", "127.0.0.1"]
+    extra = [] if args.given("host") else ["--host", "127.0.0.1"]
     return [*extra, "--port", str(port)]
 
 
 def effective_argv(config: LaunchConfig, port: int) -> list[str]:
     """The full argv of the server process: command prefix + user args + address flags."""
-    return [*command_prefix(config), *config.args, *address_args(config.args, port)]
+    return [*command_prefix(config), *config.args, *address_args(config.launch_args, port)]
 
 
 def pick_port(config: LaunchConfig) -> int:
     """The port the server will listen on: the user's ``--port``, else a free one."""
-    port = given_port(config.args)
+    port = given_port(config.launch_args)
     return free_port() if port is None else port
 
 
 def server_url(config: LaunchConfig, port: int) -> str:
-    host = connect_host(config.args)
+    """The base URL a client uses to reach the server listening on ``port``."""
+    host = connect_host(config.launch_args)
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
     return f"http://{host}:{port}"

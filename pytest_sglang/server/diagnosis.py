@@ -7,17 +7,15 @@ log tail / Fix line naming the exact options. Every text passes through redactio
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING
 
 from pytest_sglang import redaction
-from pytest_sglang.errors import ServerExited, ServerNotReady, ServerUnavailable, SGLangError
+from pytest_sglang.errors import ServerExited, ServerNotReady, ServerStartError, ServerUnavailable, SGLangError
+from pytest_sglang.server.base import ExitStatus, RunningProcess
 from pytest_sglang.server.fatal import FatalLine
 from pytest_sglang.server.phases import StartupReport, log_tail
+from pytest_sglang.server.probe import Probe, Target, WaitState
 from pytest_sglang.server.progress import format_duration
-
-if TYPE_CHECKING:
-    from pytest_sglang.server.readiness import Target, WaitState
-    from pytest_sglang.server.runner import ExitStatus, RunningProcess
+from pytest_sglang.server.url import mask_userinfo
 
 TAIL_LINES = 30
 TIMEOUT_FIX = ("Fix: raise --sglang-startup-timeout (ini sglang_startup_timeout, env "
@@ -88,10 +86,10 @@ def exited_error(target: Target, state: WaitState, report: StartupReport | None)
     lines += tail_block(target)
     lines.append(_exit_fix(status, fatal))
     error = ServerExited(redaction.scrub("\n".join(lines)))
-    error.exit_status = status  # type: ignore[attr-defined]
-    error.phase = report.phase if report is not None else None  # type: ignore[attr-defined]
-    error.fatal_line = fatal  # type: ignore[attr-defined]
-    error.log_path = target.process.log_path  # type: ignore[attr-defined]
+    error.exit_status = status
+    error.phase = report.phase if report is not None else None
+    error.fatal_line = fatal
+    error.log_path = target.process.log_path
     return error
 
 
@@ -125,21 +123,121 @@ def not_ready_error(target: Target, state: WaitState, report: StartupReport | No
     lines += tail_block(target)
     lines.append(TIMEOUT_FIX)
     error = ServerNotReady(redaction.scrub("\n".join(lines)))
-    error.phase = report.phase if report is not None else None  # type: ignore[attr-defined]
-    error.last_probe = state.last_probe  # type: ignore[attr-defined]
+    error.phase = report.phase if report is not None else None
+    error.last_probe = state.last_probe
     return error
+
+
+def wrong_server_error(target: Target, state: WaitState, problem: str) -> ServerStartError:
+    """The launched server is alive, but another server answers at its address."""
+    port = target.expected.port if target.expected is not None else None
+    lines = [f"{describe_target(target)} was launched, but another server answers at {target.url}: {problem}.",
+             f"Last probe: {state.last_probe}", *tail_block(target, 10),
+             f"Fix: stop what holds port {port} (ss -ltnp 'sport = :{port}'), or drop --port from "
+             "--sglang-launch so pytest-sglang picks a free port."]
+    return ServerStartError(redaction.scrub("\n".join(lines)))
 
 
 def unavailable_error(target: Target, state: WaitState) -> ServerUnavailable:
-    if not state.answered:
-        what = "does not accept connections"
-        fix = ATTACH_FIX
-    else:
-        what = f"is not healthy after {state.elapsed_s:.1f}s"
-        fix = ("Fix: wait until the server has finished warming up (its /health answers 200) or read "
-               "its log; attach waits at most 30 s (min of --sglang-startup-timeout and 30).")
+    """Attach mode: one diagnosis and fix per way the URL can fail (not one catch-all)."""
+    what, fix = attach_diagnosis(target, state)
     lines = [f"SGLang server {target.url} (mode=attach) {what} ({state.probes} probes in "
-             f"{format_duration(state.elapsed_s)})", f"Last probe: {state.last_probe}", fix]
+             f"{format_duration(state.elapsed_s)})", f"Last probe: {state.last_probe}",
+             f"Fix: {fix}" + ("" if fix.endswith(".") else ".")]
     error = ServerUnavailable(redaction.scrub("\n".join(lines)))
-    error.last_probe = state.last_probe  # type: ignore[attr-defined]
+    error.last_probe = state.last_probe
     return error
+
+
+def attach_diagnosis(target: Target, state: WaitState) -> tuple[str, str]:
+    """(what happened, the fix) for the last probe of an attach that gave up."""
+    probe = state.last
+    if probe.kind == "status":
+        return _status_diagnosis(target, state, probe)
+    return _TRANSPORT.get(probe.kind, _other_transport)(target, state, probe)
+
+
+def _refused(target: Target, state: WaitState, probe: Probe) -> tuple[str, str]:
+    return "does not accept connections", ATTACH_FIX.removeprefix("Fix: ")
+
+
+def _timed_out(target: Target, state: WaitState, probe: Probe) -> tuple[str, str]:
+    return (f"accepts connections but never answered GET {probe.path} (the last probe waited "
+            f"{_secs(probe.timeout_s)})",
+            "the server may be hung or overloaded: read its log. Attach waits at most the smaller of "
+            "--sglang-startup-timeout and 30 s; raise --sglang-startup-timeout if the server is only slow")
+
+
+def _tls(target: Target, state: WaitState, probe: Probe) -> tuple[str, str]:
+    if "WRONG_VERSION_NUMBER" in probe.detail or "wrong version number" in probe.detail:
+        plain = f"http://{target.url.display.split('://', 1)[1]}"
+        return ("speaks plain http, not https (the TLS handshake got a non-TLS answer: WRONG_VERSION_NUMBER)",
+                f"use --sglang-url {plain}")
+    return (f"failed the TLS handshake ({probe.detail})",
+            "check the server's certificate (SSL_CERT_FILE for a private CA), or use http:// if the "
+            "server speaks plain http")
+
+
+def _closed(target: Target, state: WaitState, probe: Probe) -> tuple[str, str]:
+    hint = "" if target.url.scheme == "https" else ", or an https-only port (then use https://)"
+    return (f"closed the connection without answering GET {probe.path}",
+            f"check that --sglang-url points at an HTTP server: not another protocol's port{hint}")
+
+
+def _dns(target: Target, state: WaitState, probe: Probe) -> tuple[str, str]:
+    return (f"cannot be reached: host {target.url.host!r} not found ({probe.detail})",
+            "correct the host in --sglang-url (ini sglang_url, env PYTEST_SGLANG_URL)")
+
+
+def _other_transport(target: Target, state: WaitState, probe: Probe) -> tuple[str, str]:
+    return f"cannot be reached: {probe.detail}", ATTACH_FIX.removeprefix("Fix: ")
+
+
+_TRANSPORT = {"refused": _refused, "timeout": _timed_out, "tls": _tls, "closed": _closed, "dns": _dns}
+
+
+def _status_diagnosis(target: Target, state: WaitState, probe: Probe) -> tuple[str, str]:
+    status, path = probe.status, probe.path
+    if probe.location is not None:
+        return (f"redirects GET {path} to {mask_userinfo(probe.location)}",
+                f"use the address it redirects to: --sglang-url {_redirect_base(probe.location, path)}")
+    if path != "/health" and status == 404:
+        return ("answers GET /health with 200 but has neither /server_info nor /get_server_info (404): not an "
+                "SGLang server, or a gateway that does not forward them",
+                "point --sglang-url at the SGLang server itself; the gates read its /server_info")
+    if path != "/health":
+        return (f"answers GET /health with 200 but GET {path} with {status}: the server fails to describe "
+                f"itself (a server bug){_body(probe)}",
+                f"read the server's log for the error behind {path}; the gates need /server_info")
+    if status == 503:
+        return (f"is not healthy after {state.elapsed_s:.1f}s",
+                "wait until the server has finished warming up (its /health answers 200) or read its log; "
+                "attach waits at most 30 s (min of --sglang-startup-timeout and 30).")
+    if status in (404, 405):
+        return (f"answers GET /health with {status}: not an SGLang server at this address{_body(probe)}",
+                "point --sglang-url at the SGLang server itself (the host:port of sglang.launch_server"
+                f"{', without the path ' + repr(target.url.path) if target.url.path else ''}); a gateway or "
+                "router in front of it must serve /health")
+    if status in (401, 403):
+        return (f"answers GET /health with {status}: a proxy asks for credentials (SGLang never protects "
+                "/health)", "add user:password to --sglang-url (sent as HTTP Basic auth) or open /health "
+                "on the proxy")
+    if status == 400 and target.url.scheme == "http":
+        return (f"answers GET /health with 400{_body(probe)}",
+                "if the server speaks https, use https:// in --sglang-url; otherwise check the URL")
+    return (f"answers GET /health with {status}{_body(probe)}",
+            "check that --sglang-url points at a healthy SGLang server (a gateway answers 502/504 when its "
+            "upstream is down) and read its log")
+
+
+def _body(probe: Probe) -> str:
+    return f"; body: {probe.detail!r}" if probe.detail else ""
+
+
+def _secs(seconds: float | None) -> str:
+    return "the probe timeout" if seconds is None else f"{seconds:.1f}s"
+
+
+def _redirect_base(location: str, path: str) -> str:
+    base = location.split("?", 1)[0]
+    return mask_userinfo(base.removesuffix(path).rstrip("/") or base)

@@ -12,11 +12,13 @@ import httpx
 from pytest_sglang import redaction
 from pytest_sglang.errors import ServerUnavailable
 from pytest_sglang.server import cleanup
-from pytest_sglang.server.client import make_client
+from pytest_sglang.server.base import DEFAULT_GRACE_S, ExitStatus, RunningProcess
+from pytest_sglang.server.client import MAX_BODY_BYTES, as_server_url, make_client
 from pytest_sglang.server.config import LaunchConfig
 from pytest_sglang.server.phases import StartupReport, log_tail
-from pytest_sglang.server.readiness import HEALTH_PROBE_TIMEOUT_S, check_info
-from pytest_sglang.server.runner import DEFAULT_GRACE_S, ExitStatus, RunningProcess
+from pytest_sglang.server.probe import HEALTH_PROBE_TIMEOUT_S
+from pytest_sglang.server.readiness import check_info, excerpt
+from pytest_sglang.server.url import ServerURL
 from pytest_sglang.sglang import metrics_text as promtext
 from pytest_sglang.sglang.args import LaunchArgs
 
@@ -24,15 +26,18 @@ from pytest_sglang.sglang.args import LaunchArgs
 class SGLangServer:
     """A ready SGLang server: attached (``mode="attach"``) or launched (process/simulator/docker).
 
-    ``api_key`` is available to code that needs it (the load generator) but never printed:
-    ``repr()`` and every message leave it out.
+    ``url`` is the clean base URL (never credentials), ``server_url`` the parsed address whose
+    ``str()`` masks a password. ``api_key`` is available to code that needs it (the load generator)
+    but never printed: ``repr()`` and every message leave it out.
     """
 
-    def __init__(self, url: str, mode: str, *, config: LaunchConfig | None = None,
+    def __init__(self, url: str | ServerURL, mode: str, *, config: LaunchConfig | None = None,
                  launch_args: LaunchArgs | None = None, process: RunningProcess | None = None,
                  startup: StartupReport | None = None, api_key: str | None = None, validate: str = "strict",
                  info_endpoint: str = "/server_info", initial_info: dict[str, Any] | None = None) -> None:
-        self.url = url.rstrip("/")
+        """Wrap a ready server; :func:`start_server` builds these."""
+        self.server_url = as_server_url(url)
+        self.url = self.server_url.base
         self.mode = mode
         self.config = config
         self.launch_args = launch_args
@@ -47,18 +52,26 @@ class SGLangServer:
 
     @property
     def log_path(self) -> Path | None:
+        """The launched server's log file, or None when attached."""
         return self.process.log_path if self.process is not None else None
 
     def __repr__(self) -> str:
+        """The address (password masked), mode and process; never the API key."""
         where = f", {self.process.describe()}" if self.process is not None else ""
-        return f"<SGLangServer {self.url} mode={self.mode}{where}>"
+        return f"<SGLangServer {self.server_url} mode={self.mode}{where}>"
 
     def describe(self) -> str:
+        """The :func:`repr` text without its angle brackets."""
         return repr(self)[1:-1]
 
-    def client(self, **kwargs: Any) -> httpx.Client:
-        """A new httpx client bound to the server, authenticating with its API key (caller closes it)."""
-        return make_client(self.url, self.api_key, **kwargs)
+    def client(self, *, timeout: httpx.Timeout | float | None = None, headers: dict[str, str] | None = None,
+               max_body_bytes: int | None = MAX_BODY_BYTES) -> httpx.Client:
+        """A new httpx client bound to the server, authenticated, bodies capped (caller closes it).
+
+        Authentication: the API key as Bearer, else the URL's user:password as Basic auth.
+        """
+        return make_client(self.server_url, self.api_key, timeout=timeout, headers=headers,
+                           max_body_bytes=max_body_bytes)
 
     def info(self) -> dict[str, Any]:
         """``/server_info`` now, validated per ``validate`` and with secrets redacted."""
@@ -68,11 +81,13 @@ class SGLangServer:
                 self.info_endpoint = "/get_server_info"
                 response = self._get(client, self.info_endpoint)
         if response.status_code != 200:
+            body = excerpt(response.text)
             raise ServerUnavailable(f"{self.describe()}: GET {self.info_endpoint} answered "
-                                    f"{response.status_code}\nFix: check that the server is healthy "
-                                    "(its /health) and the API key (--sglang-api-key) is right.")
+                                    f"{response.status_code}{f': {body!r}' if body else ''}\nFix: check that the "
+                                    "server is healthy (its /health) and the API key (--sglang-api-key) is right.")
         payload = check_info(response, self.info_endpoint, self.validate)
-        return redaction.scrub_payload(payload if payload is not None else {})  # type: ignore[no-any-return]
+        info: dict[str, Any] = redaction.scrub_payload(payload if payload is not None else {})
+        return info
 
     def health(self, timeout_s: float = HEALTH_PROBE_TIMEOUT_S) -> int:
         """The status code of ``GET /health`` (200 healthy, 503 starting/unhealthy/draining)."""
@@ -89,7 +104,12 @@ class SGLangServer:
         if response.status_code != 200:
             raise ServerUnavailable(f"{self.describe()}: GET /metrics answered {response.status_code}.\n"
                                     "Fix: check the server's health and log.")
-        return promtext.parse(response.text)
+        try:
+            return promtext.parse(response.text)
+        except ValueError as exc:  # prometheus_client's parser: never its traceback
+            raise ServerUnavailable(f"{self.describe()}: GET /metrics is not Prometheus text ({excerpt(str(exc))}); "
+                                    f"body: {excerpt(response.text, 80)!r}\nFix: point the URL at the SGLang "
+                                    "server itself (a proxy may rewrite /metrics).") from None
 
     def _get(self, client: httpx.Client, path: str) -> httpx.Response:
         try:
@@ -98,7 +118,7 @@ class SGLangServer:
             status = self.exit_status()
             gone = f" (the server {status.describe()})" if status is not None else ""
             raise ServerUnavailable(redaction.scrub(
-                f"{self.describe()}: GET {path} failed: {type(exc).__name__}: {exc}{gone}\n"
+                f"{self.describe()}: GET {path} failed: {type(exc).__name__}: {excerpt(str(exc))}{gone}\n"
                 "Fix: read the server log (log_tail()) for why it stopped answering.")) from None
 
     def log_tail(self, n: int = 30) -> list[str]:
@@ -123,8 +143,10 @@ class SGLangServer:
             return self.process.exit_status()
 
     def __enter__(self) -> SGLangServer:
+        """Return the server; leaving the block stops it."""
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        """Stop the server."""
         self.stop()

@@ -53,7 +53,6 @@ _KEY_VALUE = re.compile(r"(\w+)=([^,\s]+(?: GB)?)")
 _HOST_POOL = re.compile(r"Allocating (?:(\w+) hierarchical KV host pool: (\d+) tokens, "
                         r"([\d.]+) GB host memory|([\d.]+) GB host memory for hierarchical KV cache)")
 _UVICORN = re.compile(r"Uvicorn running on (\S+)")
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 #: The last line of a Python traceback (``ValueError: ...``): the cause behind a generic failure line.
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt): \S")
 
@@ -121,7 +120,7 @@ class PhaseTracker:
 
     def feed(self, raw: str, t: float) -> bool:
         """Parse one line seen at ``t`` seconds since launch; True if the report changed visibly."""
-        line = _ANSI.sub("", raw).rstrip("\r\n").split("\r")[-1]
+        line = redaction.clean_text(raw.rstrip("\r\n").split("\r")[-1])
         self.report.lines += 1
         changed = self._phase(line, t)
         changed |= self._facts(line)
@@ -242,7 +241,7 @@ class LogFollower:
             return
         try:
             self.on_update(state if state is not None else self.snapshot())
-        except Exception:  # noqa: BLE001 - a broken progress display must never fail the start
+        except Exception:  # a broken progress display must never fail the start
             self.on_update = None
 
     def _read(self) -> bytes:
@@ -266,7 +265,7 @@ class LogFollower:
                 # A phase can last minutes without a line (weights of a 400 GB model): keep showing life.
                 if not self.poll() and time.monotonic() - self._last_update >= self.heartbeat_s:
                     self._notify()
-            except Exception:  # noqa: BLE001 - never kill the follower (the waiter polls too)
+            except Exception:  # never kill the follower (the waiter polls too)
                 continue
 
     def stop(self) -> StartupReport:
@@ -291,4 +290,5 @@ def log_tail(path: Path | None, n: int = 30, *, max_line: int = 300) -> list[str
     except OSError:
         return []
     lines = data.decode("utf-8", "replace").splitlines()[-n:]
-    return [shorten(redaction.scrub(_ANSI.sub("", line).split("\r")[-1]), max_line) for line in lines]
+    # Server text: colours, cursor moves and control characters must not reach the terminal.
+    return [shorten(redaction.scrub(redaction.clean_text(line.split("\r")[-1])), max_line) for line in lines]

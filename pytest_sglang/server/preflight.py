@@ -12,9 +12,9 @@ simulator runner knows before the start (from its profile); for a real server th
 from __future__ import annotations
 
 from pytest_sglang.errors import PreflightError
+from pytest_sglang.server.base import Runner
 from pytest_sglang.server.config import LaunchConfig
-from pytest_sglang.server.runner import Runner
-from pytest_sglang.sglang.args import LaunchArgs, parse_launch_args
+from pytest_sglang.sglang.args import LaunchArgs
 from pytest_sglang.sglang.hostmem import GB, HicachePlan, plan_for_launch
 
 _CONTAINER_LIMIT = "container memory limit"
@@ -22,7 +22,7 @@ _CONTAINER_LIMIT = "container memory limit"
 
 def plan_for(config: LaunchConfig, runner: Runner, launch_args: LaunchArgs | None = None) -> HicachePlan:
     """The host-memory plan of this launch against the runner's host (simulated host for the simulator)."""
-    args = launch_args if launch_args is not None else parse_launch_args(config.args)
+    args = launch_args if launch_args is not None else config.launch_args
     return plan_for_launch(
         args, host=runner.host_memory(config), reserve_bytes=int(config.host_memory_reserve_gb * GB),
         device_pool_bytes_per_rank=device_pool_estimate(config, runner, args),
@@ -31,18 +31,14 @@ def plan_for(config: LaunchConfig, runner: Runner, launch_args: LaunchArgs | Non
 
 def device_pool_estimate(config: LaunchConfig, runner: Runner, args: LaunchArgs) -> int | None:
     """The runner's device-pool estimate per rank; None for runners that cannot know it before the start."""
-    estimate = getattr(runner, "device_pool_bytes_per_rank", None)  # optional part of the Runner protocol
-    if not callable(estimate):
-        return None
-    value = estimate(config, args)
-    return value if isinstance(value, int) else None
+    return runner.device_pool_bytes_per_rank(config, args)
 
 
 def check(config: LaunchConfig, runner: Runner, launch_args: LaunchArgs | None = None) -> HicachePlan | None:
     """Raise :class:`PreflightError` if the host pools do not fit; None when preflight is off."""
     if not config.preflight:
         return None
-    args = launch_args if launch_args is not None else parse_launch_args(config.args)
+    args = launch_args if launch_args is not None else config.launch_args
     if not args.enable_hierarchical_cache:
         return None  # no host pools: nothing to check (and no host-memory read needed)
     plan = plan_for(config, runner, args)

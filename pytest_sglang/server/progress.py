@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pytest_sglang.server.phases import StartupReport
 
@@ -23,20 +23,26 @@ class ProgressSink(Protocol):
         """Called once when the server is ready."""
 
 
-def line_sink(progress: object | None) -> Callable[[str], None] | None:
-    """The sink's ``note(line)`` (free-form lines such as docker pull progress), if it has one.
+@runtime_checkable
+class NoteSink(Protocol):
+    """A sink that also takes free-form lines (docker pull progress, preflight remarks)."""
+
+    def note(self, line: str) -> None: ...
+
+
+def line_sink(progress: ProgressSink | None) -> Callable[[str], None] | None:
+    """The sink's ``note(line)``, if it has one.
 
     Optional on purpose: :class:`ProgressSink` implementations written before it keep working.
     """
-    note = getattr(progress, "note", None)
-    return note if callable(note) else None
+    return progress.note if isinstance(progress, NoteSink) else None
 
 
 def format_duration(seconds: float) -> str:
     """``42.1s``, ``11m02s``, ``1h02m03s``."""
     if seconds < 60:
         return f"{seconds:.1f}s"
-    whole = int(round(seconds))
+    whole = round(seconds)
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"

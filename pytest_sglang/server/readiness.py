@@ -1,23 +1,29 @@
 """Wait until a server is ready: ONE tenacity loop, ONE deadline, fail fast when the process dies.
 
 Ready means: ``GET /health`` answers 200 (judged by status code only: SGLang's body is empty), then
-``/server_info`` (``/get_server_info`` on 404, older SGLang) parses and validates. The /health probe
-may run a one-token generation (up to ~20 s on a busy server), hence its long timeout.
+``/server_info`` (``/get_server_info`` on 404, older SGLang) parses and validates, and, for a
+launch, the server answering is the launched one (:mod:`.identity`). The /health probe may run a
+one-token generation (up to ~20 s on a busy server), hence its long timeout; every request's
+timeouts are clipped to the time left, so no probe outlives the deadline.
 
 Polling starts at 50 ms and backs off gently to 0.5 s while the port is closed; once the server
 answers HTTP (warmup, 503) it polls every 0.1 s, so the 503 -> 200 flip is seen quickly. Sleeps are
-sliced: process death and new log phases are noticed within ~50 ms. Tenacity's RetryError never
-reaches the user: it is translated into ServerExited / ServerNotReady / ServerUnavailable with
-the phase reached, the last probe, the log tail and the fix.
+sliced: process death and new log phases are noticed within ~50 ms. Attach mode gives up at once on
+answers that waiting cannot fix (a 404, a redirect, TLS on a plain-http port) and after a short
+grace on those that rarely fix themselves (refused, closed, 5xx). Tenacity's RetryError never
+reaches the user: it becomes ServerExited / ServerNotReady / ServerUnavailable with the phase
+reached, the last probe, the log tail and the fix (:mod:`.diagnosis`).
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type
@@ -26,39 +32,25 @@ from tenacity.wait import wait_base
 
 from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError, SchemaMismatch
-from pytest_sglang.server import diagnosis
-from pytest_sglang.server.phases import LogFollower
-from pytest_sglang.server.runner import RunningProcess
+from pytest_sglang.server import diagnosis, identity
+from pytest_sglang.server.client import DEADLINE, make_client
+from pytest_sglang.server.probe import HEALTH_PROBE_TIMEOUT_S, NotReadyYet, Probe, Target, WaitState
 from pytest_sglang.server.validation import SchemaWarning, not_json_error, validate_payload
 
-HEALTH_PROBE_TIMEOUT_S = 30.0
+__all__ = ["HEALTH_PROBE_TIMEOUT_S", "ReadyResult", "Target", "check_info", "wait_until_ready"]
+
 CONNECT_TIMEOUT_S = 2.0
+MIN_PROBE_TIMEOUT_S = 0.25
 FIRST_POLL_S = 0.05
 MAX_POLL_S = 0.5
 ANSWERING_POLL_S = 0.1
 SLICE_S = 0.05
-#: Attach mode: how long a refused connection is retried before ServerUnavailable.
-ATTACH_REFUSED_GRACE_S = 1.0
-
-
-class NotReadyYet(Exception):
-    """One probe said "not yet" (retried until the deadline)."""
-
-
-@dataclass
-class WaitState:
-    """What the loop learned so far (also the evidence of the error messages)."""
-
-    started: float
-    deadline: float
-    probes: int = 0
-    last_probe: str = "none yet"
-    answered: bool = False  # the server answered HTTP at least once
-    refused_since: float | None = None
-
-    @property
-    def elapsed_s(self) -> float:
-        return time.monotonic() - self.started
+#: Attach mode: how long a refused connection, a closed connection or a 5xx is retried.
+ATTACH_GRACE_S = 1.0
+#: Answers that waiting cannot fix: attach gives up at once (/health is exempt from SGLang's auth,
+#: so a 401/403 there comes from a proxy; 404/405/400 mean the URL is not an SGLang server).
+_FINAL_HEALTH_STATUS = (400, 401, 403, 404, 405)
+_EXCERPT = 200
 
 
 @dataclass
@@ -67,22 +59,6 @@ class ReadyResult:
     info_endpoint: str
     probes: int
     elapsed_s: float
-
-
-@dataclass
-class Target:
-    """What is being waited for."""
-
-    url: str
-    mode: str
-    api_key: str | None = None
-    validate: str = "strict"
-    process: RunningProcess | None = None
-    follower: LogFollower | None = None
-    health_timeout_s: float = HEALTH_PROBE_TIMEOUT_S
-
-    def exited(self) -> bool:
-        return self.process is not None and self.process.exit_status() is not None
 
 
 class _deadline(stop_base):
@@ -101,15 +77,15 @@ class _process_exited(stop_base):
         return self.target.exited()
 
 
-class _refused_too_long(stop_base):
-    """Attach mode: nothing listens at the URL (a server that is up never refuses connections)."""
+class _attach_gives_up(stop_base):
+    """Attach mode: the server is supposed to be up; wrong answers end the wait early."""
 
     def __init__(self, state: WaitState) -> None:
         self.state = state
 
     def __call__(self, retry_state: RetryCallState) -> bool:
-        since = self.state.refused_since
-        return since is not None and time.monotonic() - since >= ATTACH_REFUSED_GRACE_S
+        since = self.state.trouble_since
+        return self.state.final or (since is not None and time.monotonic() - since >= ATTACH_GRACE_S)
 
 
 class _poll_wait(wait_base):
@@ -121,10 +97,10 @@ class _poll_wait(wait_base):
     def __call__(self, retry_state: RetryCallState) -> float:
         cap = ANSWERING_POLL_S if self.state.answered else MAX_POLL_S
         wait = min(cap, FIRST_POLL_S * 1.5 ** (retry_state.attempt_number - 1))
-        return max(0.0, min(wait, self.state.deadline - time.monotonic()))
+        return max(0.0, min(wait, self.state.left_s))
 
 
-def _watchful_sleep(target: Target) -> Any:
+def _watchful_sleep(target: Target) -> Callable[[float], None]:
     """A sleep that returns early when the process exits or the log announces the HTTP server."""
 
     def sleep(seconds: float) -> None:
@@ -154,50 +130,108 @@ def wait_until_ready(target: Target, deadline_s: float, *, started: float | None
     state = WaitState(started=t0, deadline=t0 + deadline_s)
     stop = _deadline(state) | _process_exited(target)
     if target.mode == "attach":
-        stop = stop | _refused_too_long(state)
+        stop = stop | _attach_gives_up(state)
     retrying = Retrying(stop=stop, wait=_poll_wait(state), sleep=_watchful_sleep(target),
                         retry=retry_if_exception_type(NotReadyYet), reraise=False)
-    headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
-    with httpx.Client(base_url=target.url, headers=headers, trust_env=False) as client:
+    # No proxy from the environment: probes go to the server itself (as SGLang's own tests do).
+    with make_client(target.url, target.api_key, trust_env=False) as client:
         try:
             for attempt in retrying:
                 with attempt:
                     info, endpoint = _probe(client, target, state)
-                    return ReadyResult(info, endpoint, state.probes, state.elapsed_s)
         except RetryError:
-            pass
-    raise diagnosis.start_failure(target, state)
+            raise diagnosis.start_failure(target, state) from None
+    _confirm_launched(target, state, info)
+    return ReadyResult(info, endpoint, state.probes, state.elapsed_s)
+
+
+def _confirm_launched(target: Target, state: WaitState, info: dict[str, Any] | None) -> None:
+    """A launch is ready only if its process lives and the server answering is the launched one."""
+    if target.process is None:
+        return
+    problem = identity.mismatch(target, info)
+    if target.exited():  # e.g. it lost the bind race and died while another server answered
+        raise diagnosis.start_failure(target, state)
+    if problem is not None:
+        raise diagnosis.wrong_server_error(target, state, problem)
 
 
 def _probe(client: httpx.Client, target: Target, state: WaitState) -> tuple[dict[str, Any] | None, str]:
     state.probes += 1
-    # Never wait on one probe past the deadline (by more than a moment).
-    timeout = max(0.25, min(target.health_timeout_s, state.deadline - time.monotonic()))
-    response = _get(client, "/health", state, timeout)
+    response = _get(client, "/health", state, target.health_timeout_s)
     if response.status_code != 200:
-        state.last_probe = f"GET /health -> {response.status_code}"
-        raise NotReadyYet(state.last_probe)
+        _not_ready(state, _status_probe("/health", response), final=response.status_code in _FINAL_HEALTH_STATUS
+                   or response.is_redirect, trouble=response.status_code != 503)
+    state.health_ok = True
     return fetch_info(client, target, state)
 
 
-def _get(client: httpx.Client, path: str, state: WaitState, timeout: float) -> httpx.Response:
+def _not_ready(state: WaitState, probe: Probe, *, final: bool = False, trouble: bool = True) -> NoReturn:
+    """Record ``probe`` and end this attempt (NotReadyYet): retried, or attach gives up."""
+    state.last, state.final = probe, final
+    if not trouble:
+        state.trouble_since = None
+    elif state.trouble_since is None:
+        state.trouble_since = time.monotonic()
+    raise NotReadyYet(probe.describe())
+
+
+def _status_probe(path: str, response: httpx.Response) -> Probe:
+    location = None
+    if response.is_redirect and "location" in response.headers:
+        location = str(response.url.join(response.headers["location"]))
+    detail = "" if response.status_code == 503 or location else excerpt(response.text)
+    return Probe(path, "status", response.status_code, detail=detail, location=location)
+
+
+def excerpt(text: str, limit: int = _EXCERPT) -> str:
+    """A short, single-line, clean and scrubbed rendering of server-provided text."""
+    flat = " ".join(redaction.clean_text(text).split())
+    flat = flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    return redaction.scrub(flat)
+
+
+def _timeout(state: WaitState, cap: float) -> httpx.Timeout:
+    # Never wait on one request past the deadline (by more than a moment).
+    left = max(MIN_PROBE_TIMEOUT_S, state.left_s)
+    return httpx.Timeout(min(cap, left), connect=min(CONNECT_TIMEOUT_S, left))
+
+
+def _get(client: httpx.Client, path: str, state: WaitState, cap: float) -> httpx.Response:
+    timeout = _timeout(state, cap)
     try:
-        response = client.get(path, timeout=httpx.Timeout(timeout, connect=CONNECT_TIMEOUT_S))
-    except httpx.ConnectError as exc:
-        state.last_probe = f"GET {path} -> connection refused ({exc})"
-        if state.refused_since is None:
-            state.refused_since = time.monotonic()
-        raise NotReadyYet(state.last_probe) from None
+        response = client.get(path, timeout=timeout,
+                              extensions={DEADLINE: time.monotonic() + max(MIN_PROBE_TIMEOUT_S, state.left_s)})
     except httpx.TimeoutException:
-        # Near the deadline the probe timeout is clamped to what is left: say so instead of "within 0s".
-        within = f"{timeout:.0f}s" if timeout >= 1 else f"{timeout:.2f}s (the rest of the startup deadline)"
-        state.last_probe = f"GET {path} -> no answer within {within}"
-        raise NotReadyYet(state.last_probe) from None
+        _not_ready(state, Probe(path, "timeout", timeout_s=timeout.read), trouble=False)
     except httpx.TransportError as exc:
-        state.last_probe = f"GET {path} -> {type(exc).__name__}: {redaction.scrub(str(exc))}"
-        raise NotReadyYet(state.last_probe) from None
-    state.answered, state.refused_since = True, None
+        kind, final = _classify(exc)
+        detail = excerpt(str(exc)) if kind != "refused" else ""
+        _not_ready(state, Probe(path, kind, detail=detail or excerpt(type(exc).__name__)), final=final)
+    state.answered = True
     return response
+
+
+def _classify(exc: httpx.TransportError) -> tuple[str, bool]:
+    """The probe kind of a transport failure, and whether waiting cannot fix it (attach gives up)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ssl.SSLError):
+            return "tls", True
+        if isinstance(cause, ConnectionRefusedError):
+            return "refused", False
+        cause = cause.__cause__ or cause.__context__
+    text = str(exc)
+    if "SSL" in text or "TLS" in text:
+        return "tls", True
+    if isinstance(exc, httpx.ConnectError) and ("Name or service not known" in text or "nodename" in text
+                                                or "getaddrinfo" in text or "Temporary failure" in text):
+        return "dns", True
+    if isinstance(exc, httpx.ConnectError):
+        return "refused", False
+    if isinstance(exc, httpx.RemoteProtocolError) and "without sending" in text:
+        return "closed", False
+    return "transport", False
 
 
 def fetch_info(client: httpx.Client, target: Target, state: WaitState) -> tuple[dict[str, Any] | None, str]:
@@ -208,15 +242,16 @@ def fetch_info(client: httpx.Client, target: Target, state: WaitState) -> tuple[
         endpoint = "/get_server_info"
         response = _get(client, endpoint, state, target.health_timeout_s)
     if response.status_code in (401, 403):
-        raise ConfigError("--sglang-api-key", "***" if target.api_key else None,
+        raise ConfigError("--sglang-api-key", redaction.MASK if target.api_key else None,
                           f"GET {endpoint} at {target.url} answered {response.status_code} "
-                          f"{redaction.scrub(response.text[:80])}",
+                          f"{excerpt(response.text, 80)}",
                           "pass the server's --api-key as --sglang-api-key (ini sglang_api_key, env "
                           "PYTEST_SGLANG_API_KEY or SGLANG_API_KEY)")
     if response.status_code != 200:
-        state.last_probe = f"GET {endpoint} -> {response.status_code}"
-        raise NotReadyYet(state.last_probe)
-    state.last_probe = f"GET {endpoint} -> 200"
+        # 404 here means neither endpoint exists: not SGLang (or a router hiding them); waiting won't help.
+        _not_ready(state, _status_probe(endpoint, response),
+                   final=response.is_redirect or response.status_code == 404)
+    state.last, state.trouble_since = Probe(endpoint, "status", 200), None
     return check_info(response, endpoint, target.validate), endpoint
 
 
@@ -226,7 +261,7 @@ def check_info(response: httpx.Response, endpoint: str, validate: str) -> dict[s
         payload = json.loads(response.text)
     except ValueError:
         problem: SchemaMismatch | None = not_json_error(
-            endpoint, "server_info", redaction.scrub(response.text), response.headers.get("content-type"))
+            endpoint, "server_info", excerpt(response.text), response.headers.get("content-type"))
         payload = None
     else:
         problem = None

@@ -5,7 +5,7 @@ file (never a pipe: a chatty server blocks on a full pipe) and carries two envir
 ``PYTEST_SGLANG_OWNER=<pytest pid>:<run uuid>`` (which run owns it, for leftover cleanup after a
 SIGKILLed pytest) and ``PYTEST_SGLANG_LAUNCH=<uuid>`` (which launch, so ``stop()`` also finds
 descendants that re-parented or left the process group, e.g. SGLang's scheduler processes).
-The docker runner (``server/docker.py``) implements the same protocol.
+The docker runner (``server/docker/runner.py``) implements the same protocol (:mod:`.base`).
 """
 
 from __future__ import annotations
@@ -13,99 +13,35 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
 
 import psutil
 
 from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.server.base import DEFAULT_GRACE_S, ExitStatus, Runner, RunningProcess, signal_name
 from pytest_sglang.server.config import LaunchConfig, effective_argv, server_url
 from pytest_sglang.server.progress import ProgressSink, line_sink
-from pytest_sglang.sglang.args import LaunchArgs, find_flag
+from pytest_sglang.sglang.args import LaunchArgs
 from pytest_sglang.sglang.hostmem import HostMemory, read_host_memory
 
-if TYPE_CHECKING:
-    from pytest_sglang.simulator.profiles import Profile
+# The shared shapes live in .base (no import cycle with the docker runner); named here too.
+__all__ = [
+    "DEFAULT_GRACE_S", "LAUNCH_ENV", "OWNER_ENV", "RUN_ID", "ExitStatus", "PopenProcess", "ProcessRunner",
+    "Runner", "RunningProcess", "SimulatorRunner", "get_runner", "kill_processes", "marked_processes",
+    "signal_name",
+]
 
 OWNER_ENV = "PYTEST_SGLANG_OWNER"
 LAUNCH_ENV = "PYTEST_SGLANG_LAUNCH"
 #: One id per Python process that launches servers (a pytest run).
 RUN_ID = uuid.uuid4().hex
-DEFAULT_GRACE_S = 10.0
-
-
 def owner_marker() -> str:
     return f"{os.getpid()}:{RUN_ID}"
-
-
-@dataclass(frozen=True)
-class ExitStatus:
-    """How a server process ended: an exit code, or the signal that killed it."""
-
-    code: int | None = None
-    signal: int | None = None
-
-    @classmethod
-    def from_returncode(cls, returncode: int) -> ExitStatus:
-        # Popen reports death by signal N as -N.
-        return cls(signal=-returncode) if returncode < 0 else cls(code=returncode)
-
-    def describe(self) -> str:
-        if self.signal is None:
-            return f"exited with code {self.code}"
-        name = signal_name(self.signal)
-        if self.signal == signal.SIGKILL:
-            return f"killed by {name}: most likely the out-of-memory killer (check `dmesg -T | grep -i oom`)"
-        return f"killed by {name}"
-
-    def killed_by(self) -> int | None:
-        """The signal that ended the server, if one did (containers override: exit code 128+N)."""
-        return self.signal
-
-    def fix(self) -> str | None:
-        """A remedy specific to this ending (e.g. a container's OOM kill), or None: the caller decides."""
-        return None
-
-
-def signal_name(number: int) -> str:
-    """``SIGKILL`` for 9; ``signal N`` for numbers Python does not name."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-class RunningProcess(Protocol):
-    """A started server (process or container) as the engine sees it."""
-
-    url: str
-    log_path: Path
-    pid: int | None
-
-    def exit_status(self) -> ExitStatus | None:
-        """None while running; how it ended otherwise (never blocks)."""
-
-    def stop(self, grace_s: float = DEFAULT_GRACE_S) -> ExitStatus | None:
-        """Stop it and everything it started; idempotent."""
-
-    def describe(self) -> str:
-        """``pid 4242, running`` style text for messages."""
-
-
-class Runner(Protocol):
-    """Starts servers of one kind (``process``, ``simulator``, ``docker``)."""
-
-    name: str
-
-    def start(self, config: LaunchConfig, port: int, log_path: Path) -> RunningProcess: ...
-
-    def host_memory(self, config: LaunchConfig) -> HostMemory:
-        """The host memory the server's hicache host pools will draw from (for preflight)."""
 
 
 def child_env(config: LaunchConfig, launch_id: str) -> dict[str, str]:
@@ -136,9 +72,9 @@ def kill_processes(procs: list[psutil.Process], grace_s: float) -> None:
     psutil.wait_procs(alive, timeout=2.0)
 
 
-def _quiet(action: object) -> None:
+def _quiet(action: Callable[[], object]) -> None:
     try:
-        action()  # type: ignore[operator]
+        action()
     except (psutil.Error, OSError):
         pass
 
@@ -221,6 +157,22 @@ def _killpg(pgid: int, sig: int) -> None:
         pass
 
 
+#: A launch runs in its own process group (``start_new_session``, ``os.killpg``) so that stopping it
+#: stops everything SGLang started. Windows has no process groups of that kind.
+PROCESS_GROUPS = sys.platform != "win32"
+
+
+def require_process_groups(runner: str) -> None:
+    """Refuse a local launch where its process tree could not be stopped (said at launch, not import)."""
+    if not PROCESS_GROUPS:
+        raise ConfigError(
+            f"LaunchConfig(runner={runner!r})", sys.platform,
+            "a local launch needs POSIX process groups (os.setsid/os.killpg) to stop the server and "
+            "every process it started, and this platform has none",
+            "start the server separately and attach to it (start_server(url=...); in pytest --sglang-url), "
+            "or launch it with runner='docker'")
+
+
 class ProcessRunner:
     """``<python> -m sglang.launch_server ARGS`` (or ``--sglang-command``) as a local process."""
 
@@ -230,6 +182,7 @@ class ProcessRunner:
         return effective_argv(config, port)
 
     def start(self, config: LaunchConfig, port: int, log_path: Path) -> RunningProcess:
+        require_process_groups(self.name)
         argv = self.argv(config, port)
         launch_id = uuid.uuid4().hex
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -253,23 +206,26 @@ class ProcessRunner:
 
 
 class SimulatorRunner(ProcessRunner):
-    """``<python> -m pytest_sglang.simulator ARGS``: same lifecycle, simulated host for preflight."""
+    """``<python> -m pytest_sglang.simulator ARGS``: same lifecycle, simulated host for preflight.
+
+    The ``--sim-*`` flags are read by the simulator's own parser (:func:`planner.simulator_flags`).
+    """
 
     name = "simulator"
 
     def host_memory(self, config: LaunchConfig) -> HostMemory:
-        from pytest_sglang.simulator.profiles import simulated_host_memory  # lazy: the simulator is optional here
+        from pytest_sglang.sglang import planner  # lazy: only simulator launches read --sim-* flags
 
-        _profile(config)  # an unknown --sim-profile is a ConfigError, not a ValueError traceback
-        return simulated_host_memory(list(config.args))
+        return planner.simulated_host_memory(planner.simulator_flags(config.args, source=_SOURCE))
 
     def device_pool_bytes_per_rank(self, config: LaunchConfig, args: LaunchArgs) -> int | None:
         """The simulator's device pool, computed as it will at startup (same profile arithmetic)."""
+        from pytest_sglang.sglang import planner
         from pytest_sglang.simulator import profiles
 
-        profile = _profile(config)
-        hw = profiles.hardware(profile, _gb_flag(config, "--sim-gpu-memory-gb"),
-                               _gb_flag(config, "--sim-host-memory-gb"))
+        flags = planner.simulator_flags(config.args, source=_SOURCE)
+        profile = profiles.get_profile(flags.profile or "tiny")
+        hw = profiles.hardware(profile, flags.gpu_memory_gb, flags.host_memory_gb)
         tokens = profiles.device_pool_tokens(
             profile, gpu_memory_bytes=hw.gpu_memory_bytes,
             mem_fraction_static=args.mem_fraction_static or profile.default_mem_fraction_static,
@@ -278,23 +234,8 @@ class SimulatorRunner(ProcessRunner):
         return profiles.device_pool_bytes_per_rank(profile, tokens // page * page, args.tp_size)
 
 
-def _profile(config: LaunchConfig) -> Profile:
-    from pytest_sglang.simulator import profiles
-
-    name = find_flag(config.args, "--sim-profile") or "tiny"
-    try:
-        return profiles.get_profile(name)
-    except ValueError:
-        raise ConfigError("--sim-profile", name, "not a simulator profile",
-                          f"use one of {', '.join(profiles.PROFILES)} in the launch args") from None
-
-
-def _gb_flag(config: LaunchConfig, flag: str) -> float | None:
-    value = find_flag(config.args, flag)
-    try:
-        return None if value is None else float(value)
-    except ValueError:
-        raise ConfigError(flag, value, "not a number", f"give {flag} in GB, e.g. {flag} 96") from None
+#: Where the simulator's flags come from, in the engine's words.
+_SOURCE = "LaunchConfig.args"
 
 
 def get_runner(config: LaunchConfig, progress: ProgressSink | None = None) -> Runner:

@@ -1,125 +1,69 @@
-"""SGLang 0.5.23 launch arguments: one table shared by the simulator, the preflight and the planner.
+"""SGLang 0.5.23 launch arguments, read once and the way SGLang reads them: :func:`parse_launch_args`.
 
-The simulator parses a production launch command exactly where ``python -m sglang.launch_server``
-would (same names, aliases and argparse prefix abbreviation, so ``--tp 8`` works and ``--pp`` is
-ambiguous, as in 0.5.23). The plugin's preflight and ``python -m pytest_sglang plan`` read the same
-table tolerantly. Every other ServerArgs field of 0.5.23 is registered as a pass-through flag so that
-abbreviation behaves as in SGLang (``--disable-cuda-graph`` must not be read as a prefix of
-``--disable-cuda-graph-padding``); flags outside that list are accepted with a warning.
+One argv, one parser: argparse over every option of 0.5.23's own launch parser
+(:mod:`pytest_sglang.sglang.flags`), with SGLang's prefix abbreviations (``--tp 8`` is ``--tp-size 8``,
+``--api-ke K`` is ``--api-key K``, ``--pp`` is ambiguous). The result, :class:`LaunchArgs`, is the
+immutable value every reader uses: the modelled fields (address, parallelism, hicache, keys...) and,
+for each argv token, the ServerArgs field it feeds (:class:`ArgToken`). That mapping is how a secret
+is masked in every spelling SGLang accepts, and how the docker runner replaces ``--host``/``--port``.
+
+Flags that are not SGLang's are kept in order, not rejected: the simulator's ``--sim-*`` flags and
+the flags of a custom ``--sglang-command`` belong to other programs.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from importlib import resources
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from pytest_sglang.errors import ConfigError
+from pytest_sglang import redaction
+from pytest_sglang.sglang.flags import flags, human_readable_int
+from pytest_sglang.sglang.tokens import (
+    SECRET_DESTS,
+    ArgToken,
+    RecordingParser,
+    Rejected,
+    add_recorded,
+    align,
+    mask,
+    read_flags,
+    rejected,
+    run,
+)
 
-_SUFFIX = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]i?)?\s*$")
-_MULT = {"k": 10**3, "ki": 2**10, "m": 10**6, "mi": 2**20, "g": 10**9, "gi": 2**30}
-
-
-def token_count(text: str) -> int:
-    """Parse SGLang's token-count values: ``4096``, ``64k``, ``1Mi``."""
-    m = _SUFFIX.match(text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"invalid token count: {text!r} (examples: 4096, 64k, 1Mi)")
-    value = float(m.group(1)) * _MULT.get((m.group(2) or "").lower(), 1)
-    if value != int(value):
-        raise argparse.ArgumentTypeError(f"invalid token count: {text!r} (not a whole number)")
-    return int(value)
-
-
-def _bool_env(parser: argparse.ArgumentParser, *names: str, help: str) -> None:
-    parser.add_argument(*names, action="store_true", default=False, help=help)
-
-
-# (flags, kwargs) for every flag the simulator and the planner understand. Defaults are SGLang's CLI
-# defaults (None = "resolved at startup"). Keep in the order of reference §10.
-_KNOWN: list[tuple[tuple[str, ...], dict[str, Any]]] = [
-    (("--model-path", "--model"), {"type": str, "default": None, "help": "model path or HF repo id"}),
-    (("--served-model-name",), {"type": str, "default": None}),
-    (("--tokenizer-path",), {"type": str, "default": None}),
-    (("--host",), {"type": str, "default": "127.0.0.1"}),
-    (("--port",), {"type": int, "default": 30000}),
-    (("--tp-size", "--tensor-parallel-size"), {"type": int, "default": 1, "dest": "tp_size"}),
-    (("--dp-size", "--data-parallel-size"), {"type": int, "default": 1, "dest": "dp_size"}),
-    (("--pp-size", "--pipeline-parallel-size"), {"type": int, "default": 1, "dest": "pp_size"}),
-    (("--nnodes",), {"type": int, "default": 1}),
-    (("--mem-fraction-static",), {"type": float, "default": None}),
-    (("--max-total-tokens",), {"type": token_count, "default": None}),
-    (("--max-running-requests",), {"type": int, "default": None}),
-    (("--max-queued-requests",), {"type": int, "default": None}),
-    (("--context-length",), {"type": token_count, "default": None}),
-    (("--chunked-prefill-size",), {"type": int, "default": None}),
-    (("--max-prefill-tokens",), {"type": int, "default": 16384}),
-    (("--page-size",), {"type": int, "default": None}),
-    (("--enable-hierarchical-cache", "--enable-hicache"), {"action": "store_true", "default": False,
-                                                            "dest": "enable_hierarchical_cache"}),
-    (("--hicache-ratio",), {"type": float, "default": None}),
-    (("--hicache-size",), {"type": int, "default": 0}),
-    (("--hicache-host-memory-fraction",), {"type": float, "default": 0.8}),
-    (("--hicache-host-memory-mode",), {"type": str, "default": "cache", "choices": ["cache", "buffer_only"]}),
-    (("--hicache-write-policy",), {"type": str, "default": "write_through",
-                                   "choices": ["write_back", "write_through", "write_through_selective"]}),
-    (("--hicache-io-backend",), {"type": str, "default": "kernel", "choices": ["direct", "kernel", "kernel_ascend"]}),
-    (("--hicache-mem-layout",), {"type": str, "default": "page_first",
-                                 "choices": ["layer_first", "page_first", "page_first_direct",
-                                             "page_first_kv_split", "page_head"]}),
-    (("--hicache-storage-backend",), {"type": str, "default": None}),
-    (("--hicache-storage-prefetch-policy",), {"type": str, "default": "timeout",
-                                              "choices": ["best_effort", "wait_complete", "timeout"]}),
-    (("--api-key",), {"type": str, "default": None}),
-    (("--admin-api-key",), {"type": str, "default": None}),
-    (("--enable-metrics",), {"action": "store_true", "default": False}),
-    (("--enable-cache-report",), {"action": "store_true", "default": False}),
-    (("--log-level",), {"type": str, "default": "info"}),
-    (("--skip-server-warmup",), {"action": "store_true", "default": False}),
-    (("--random-seed",), {"type": int, "default": None}),
-    (("--load-format",), {"type": str, "default": "auto"}),
-    (("--stream-interval",), {"type": int, "default": 1}),
-    (("--incremental-streaming-output",), {"action": "store_true", "default": False}),
-    (("--stream-response-default-include-usage",), {"action": "store_true", "default": False}),
-    (("--allow-auto-truncate",), {"action": "store_true", "default": False}),
-    (("--disable-radix-cache",), {"action": "store_true", "default": False}),
-    (("--kv-cache-dtype",), {"type": str, "default": "auto"}),
-    (("--device",), {"type": str, "default": None}),
+__all__ = [
+    "SECRET_DESTS",
+    "ArgToken",
+    "LaunchArgs",
+    "add_sglang_arguments",
+    "command_flags",
+    "display_argv",
+    "display_launch",
+    "display_text",
+    "flag_choices",
+    "human_readable_int",
+    "namespace_to_launch_args",
+    "parse_launch_args",
+    "read_flags",
+    "secrets_in",
 ]
 
-
-def _passthrough_fields() -> list[str]:
-    text = resources.files("pytest_sglang").joinpath("data/sglang_0_5_23_server_args.txt").read_text()
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+#: Namespace prefix of the flags :class:`LaunchArgs` does not model (shared with the simulator's parser).
+PASSTHROUGH_PREFIX = "passthrough__"
 
 
-def add_sglang_arguments(parser: argparse.ArgumentParser, *, passthrough: bool = True) -> None:
-    """Add SGLang's launch flags to ``parser`` (modelled ones typed, the rest as pass-through)."""
-    group = parser.add_argument_group("SGLang launch arguments (0.5.23 names)")
-    taken: set[str] = set()
-    for flags, kwargs in _KNOWN:
-        group.add_argument(*flags, **kwargs)
-        taken.update(flags)
-    if not passthrough:
-        return
-    other = parser.add_argument_group("other SGLang 0.5.23 flags (accepted, not simulated)")
-    for name in _passthrough_fields():
-        flag = "--" + name.replace("_", "-")
-        if flag in taken:
-            continue
-        taken.add(flag)
-        # nargs="?" accepts both boolean flags and flags with one value.
-        other.add_argument(flag, nargs="?", const=True, default=None, dest=f"passthrough__{name}",
-                           help=argparse.SUPPRESS)
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class LaunchArgs:
-    """The SGLang launch arguments pytest-sglang reasons about (names as SGLang's ServerArgs)."""
+    """The SGLang launch arguments pytest-sglang reasons about (names as SGLang's ServerArgs).
+
+    Defaults are SGLang's CLI defaults (None = "resolved at startup"). The field types follow SGLang's
+    own ``type=`` for each flag (``tests/unit`` checks them against the flag table).
+    """
 
     model_path: str | None = None
     served_model_name: str | None = None
@@ -163,59 +107,176 @@ class LaunchArgs:
     disable_radix_cache: bool = False
     kv_cache_dtype: str = "auto"
     device: str | None = None
-    #: Other 0.5.23 flags given (name -> value; True for a bare flag), not simulated.
-    passthrough: dict[str, Any] = field(default_factory=dict)
-    #: Tokens that are not 0.5.23 flags at all (kept in order).
+    #: The other 0.5.23 flags given: (ServerArgs field, value; True for a bare flag), not modelled above.
+    given_other: tuple[tuple[str, object], ...] = ()
+    #: Tokens that are not 0.5.23 flags at all, nor their values (kept in order).
     unknown: tuple[str, ...] = ()
+    #: Every argv token with the field it feeds (empty when built from another program's namespace).
+    tokens: tuple[ArgToken, ...] = ()
 
-    def given_flags(self) -> list[str]:
-        """The SGLang flag names of pass-through and unknown options, for warnings."""
-        names = ["--" + k.replace("_", "-") for k in self.passthrough]
-        names += [t for t in self.unknown if t.startswith("--")]
-        return names
+    @property
+    def passthrough(self) -> dict[str, object]:
+        """:attr:`given_other` as a mapping (ServerArgs field -> value)."""
+        return dict(self.given_other)
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        """The argv as given."""
+        return tuple(token.text for token in self.tokens)
+
+    def display(self) -> list[str]:
+        """The argv as it may be shown anywhere: every secret masked, in every spelling SGLang accepts."""
+        return mask(self.tokens)[0]
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret value in the argv (also overridden ones: ``--api-key A --api-key B`` has two)."""
+        return tuple(mask(self.tokens)[1])
+
+    def given(self, dest: str) -> bool:
+        """Whether the argv sets ServerArgs field ``dest`` (in any spelling)."""
+        return any(t.dest == dest and t.role in ("flag", "inline") for t in self.tokens)
+
+    def without(self, *dests: str) -> list[str]:
+        """The argv without the tokens that feed ``dests`` (e.g. ``host``, ``port``), in any spelling."""
+        return [t.text for t in self.tokens if t.dest not in dests]
+
+    def __repr__(self) -> str:
+        shown = [f"{name}={_shown_value(name, value)}" for name, value in self._changed()]
+        if self.given_other:
+            other = ", ".join(f"{name!r}: {_shown_value(name, value)}" for name, value in self.given_other)
+            shown.append(f"given_other={{{other}}}")
+        if self.unknown:
+            shown.append(f"unknown={tuple(mask([ArgToken(t) for t in self.unknown])[0])!r}")
+        return f"LaunchArgs({', '.join(shown)})"
+
+    def _changed(self) -> Iterable[tuple[str, object]]:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in _MODELLED_DEFAULTS and value != f.default:
+                yield f.name, value
 
 
-def _from_namespace(ns: argparse.Namespace, unknown: Sequence[str]) -> LaunchArgs:
-    values = vars(ns)
-    names = {f.name for f in dataclasses.fields(LaunchArgs)} - {"passthrough", "unknown"}
-    kwargs: dict[str, Any] = {k: values[k] for k in names if k in values}
-    passthrough = {k.removeprefix("passthrough__"): v for k, v in values.items()
-                   if k.startswith("passthrough__") and v is not None}
-    return LaunchArgs(**kwargs, passthrough=passthrough, unknown=tuple(unknown))
+def _shown_value(name: str, value: object) -> str:
+    return repr(redaction.MASK) if name in SECRET_DESTS and value is not None else repr(value)
 
 
-class _RaisingParser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # type: ignore[override]
-        raise argparse.ArgumentError(None, message)
+_OWN_FIELDS = frozenset({"given_other", "unknown", "tokens"})
+#: Modelled ServerArgs field -> its default (the parser's default for that flag).
+_MODELLED_DEFAULTS: dict[str, object] = {
+    f.name: f.default for f in dataclasses.fields(LaunchArgs) if f.name not in _OWN_FIELDS
+}
+
+
+def display_argv(argv: Sequence[str]) -> list[str]:
+    """Any argv (a launch, a full command line, a ``launch_command``) with its secrets masked.
+
+    Read as SGLang reads it when SGLang would accept it; otherwise masked cautiously
+    (:func:`~pytest_sglang.sglang.tokens.mask`).
+    """
+    try:
+        return _parse(tuple(argv)).display()
+    except Rejected:
+        return mask([ArgToken(text) for text in argv])[0]
+
+
+def display_launch(args: Sequence[str], command: Sequence[str] = ()) -> list[str]:
+    """``args`` as shown, read together with the command's own flags (as SGLang will read them)."""
+    if not args:
+        return []
+    return display_argv([*command_flags(command), *args])[-len(args):]
+
+
+def display_text(text: str) -> str:
+    """A launch or command given as one shell-like string, with its secrets masked."""
+    try:
+        argv = shlex.split(text)
+    except ValueError:  # unbalanced quotes: still mask what looks like a key
+        argv = text.split()
+    return " ".join(display_argv(argv))
+
+
+def command_flags(command: Sequence[str]) -> tuple[str, ...]:
+    """The part of a command prefix SGLang reads as its own flags.
+
+    ``python -m sglang.launch_server --api-key K`` -> ``--api-key K`` (what follows the module);
+    without ``-m`` (``sglang serve --tp 2``), from the first ``--`` token on. A key given only in
+    ``--sglang-command`` is then a secret like one in the launch args.
+    """
+    items = list(command)
+    if "-m" in items[:-1]:
+        return tuple(items[len(items) - 1 - items[::-1].index("-m") + 2:])
+    start = next((i for i, item in enumerate(items) if item.startswith("--")), len(items))
+    return tuple(items[start:])
+
+
+def secrets_in(argv: Sequence[str]) -> tuple[str, ...]:
+    """The secret values of any argv (cautiously, when SGLang would reject it)."""
+    try:
+        return _parse(tuple(argv)).secrets
+    except Rejected:
+        return tuple(mask([ArgToken(text) for text in argv])[1])
+
+
+def add_sglang_arguments(parser: argparse.ArgumentParser, *, passthrough: bool = True) -> None:
+    """Add SGLang 0.5.23's launch options to ``parser``: modelled ones typed, the rest as pass-through."""
+    group = parser.add_argument_group("SGLang launch arguments (0.5.23 names)")
+    other = parser.add_argument_group("other SGLang 0.5.23 flags (accepted, not simulated)") if passthrough else None
+    for flag in flags():
+        if flag.dest in _MODELLED_DEFAULTS:
+            add_recorded(group, flag, dest=flag.dest, default=_MODELLED_DEFAULTS[flag.dest], shown=True)
+        elif other is not None:
+            add_recorded(other, flag, dest=PASSTHROUGH_PREFIX + flag.dest, default=None, shown=False)
+
+
+@lru_cache(maxsize=1)
+def _sglang_parser() -> RecordingParser:
+    parser = RecordingParser()
+    add_sglang_arguments(parser)
+    return parser
+
+
+@lru_cache(maxsize=256)
+def _parse(argv: tuple[str, ...]) -> LaunchArgs:
+    values, extras, uses = run(_sglang_parser(), argv)
+    # Never seen; if argparse and the map ever disagreed, every token is masked cautiously instead.
+    tokens = align(argv, uses, extras) or tuple(ArgToken(text) for text in argv)
+    return _from_values(values, extras, tokens)
+
+
+def _from_values(values: Mapping[str, object], unknown: Sequence[str], tokens: tuple[ArgToken, ...] = ()
+                 ) -> LaunchArgs:
+    kwargs: dict[str, Any] = {name: values[name] for name in _MODELLED_DEFAULTS if name in values}
+    other = tuple((name.removeprefix(PASSTHROUGH_PREFIX), value) for name, value in values.items()
+                  if name.startswith(PASSTHROUGH_PREFIX) and value is not None)
+    return LaunchArgs(**kwargs, given_other=other, unknown=tuple(unknown), tokens=tokens)
 
 
 def parse_launch_args(argv: Sequence[str], *, source: str = "--sglang-launch") -> LaunchArgs:
-    """Read SGLang launch args tolerantly (unknown flags are kept, not rejected).
+    """Read launch args as SGLang 0.5.23 would, keeping flags that are not SGLang's.
 
-    Raises :class:`ConfigError` naming ``source`` when a modelled flag has a malformed value
-    (``--tp abc``) or a flag is ambiguous (``--pp``), the same inputs SGLang itself rejects.
+    Raises :class:`~pytest_sglang.errors.ConfigError` naming ``source`` for what SGLang itself
+    rejects: a malformed value (``--tp abc``), a value outside the flag's choices, an ambiguous
+    abbreviation (``--pp``), a missing value. The message shows the argv with its secrets masked.
     """
-    parser = _RaisingParser(prog="sglang.launch_server", add_help=False)
-    add_sglang_arguments(parser)
     try:
-        ns, unknown = parser.parse_known_args(list(argv))
-    except argparse.ArgumentError as exc:
-        raise ConfigError(source, " ".join(argv), f"SGLang would reject these launch args ({exc})",
-                          "use SGLang 0.5.23 flag names, e.g. --tp-size 8 --pp-size 1") from None
-    return _from_namespace(ns, unknown)
+        return _parse(tuple(argv))
+    except Rejected as exc:
+        raise rejected(exc, argv, source, "SGLang", _SGLANG_FIX) from None
+
+
+_SGLANG_FIX = ("use SGLang 0.5.23 flag names and values, e.g. --tp-size 8 --pp-size 1 "
+               "(python -m sglang.launch_server --help lists them)")
 
 
 def namespace_to_launch_args(ns: argparse.Namespace, unknown: Sequence[str] = ()) -> LaunchArgs:
     """Build :class:`LaunchArgs` from a namespace of a parser built with :func:`add_sglang_arguments`."""
-    return _from_namespace(ns, unknown)
+    return _from_values(vars(ns), unknown)
 
 
-def find_flag(argv: Sequence[str], *names: str) -> str | None:
-    """Return the value of the first of ``names`` in ``argv`` (``--x v`` or ``--x=v``), else None."""
-    for i, arg in enumerate(argv):
-        for name in names:
-            if arg == name and i + 1 < len(argv):
-                return argv[i + 1]
-            if arg.startswith(name + "="):
-                return arg.split("=", 1)[1]
-    return None
+def flag_choices(flag: str) -> tuple[str, ...]:
+    """The values SGLang 0.5.23 accepts for ``flag`` (e.g. ``--hicache-write-policy``); () if any."""
+    for entry in flags():
+        if flag in entry.options:
+            return entry.choices
+    raise KeyError(f"{flag} is not in the SGLang flag table")

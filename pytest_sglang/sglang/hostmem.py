@@ -1,6 +1,7 @@
-"""Host-memory arithmetic of SGLang's hierarchical cache (reference §11), shared by the simulator's
-own startup check, the plugin's launch preflight and ``python -m pytest_sglang plan``, so all three
-agree by construction.
+"""Host-memory arithmetic of SGLang's hierarchical cache (reference §11).
+
+Shared by the simulator's own startup check, the plugin's launch preflight and
+``python -m pytest_sglang plan``, so all three agree by construction.
 
 Units: ``--hicache-size`` is **decimal GB (10**9 bytes) per rank**; SGLang's reserve is 10 GiB.
 Every scheduler process (each TP rank of each PP stage of each DP replica) pins its own host pool.
@@ -153,10 +154,12 @@ class HicachePlan:
 
     @property
     def total_bytes(self) -> int | None:
+        """The host pool bytes of all ranks on this host, or None when unknown."""
         return None if self.per_rank_bytes is None else self.per_rank_bytes * self.ranks
 
     @property
     def budget_bytes(self) -> int:
+        """The host memory the pools may use: available minus the reserve."""
         return self.available_bytes - self.reserve_bytes
 
     @property
@@ -232,8 +235,10 @@ def estimate_max_total_num_tokens(
 def auto_hicache_ratio(
     *, available_bytes: int, ranks_per_host: int, fraction: float, device_pool_bytes_per_rank: int,
 ) -> float:
-    """SGLang 0.5.23's auto-sized ratio (neither --hicache-size nor --hicache-ratio given, §11):
-    min(2.0, floor((available - 10 GiB) / ranks_per_host) x fraction x 0.95 / device KV bytes)."""
+    """Return SGLang 0.5.23's auto-sized ratio (neither --hicache-size nor --hicache-ratio given, §11).
+
+    min(2.0, floor((available - 10 GiB) / ranks_per_host) x fraction x 0.95 / device KV bytes).
+    """
     budget = sglang_budget_bytes(available_bytes, ranks_per_host) * fraction
     return max(0.0, min(2.0, budget * 0.95 / max(1, device_pool_bytes_per_rank)))
 

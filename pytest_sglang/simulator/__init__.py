@@ -1,4 +1,6 @@
-"""SGLang-protocol simulator: ``python -m pytest_sglang.simulator`` behaves like
+"""SGLang-protocol simulator, launched like ``python -m sglang.launch_server``.
+
+``python -m pytest_sglang.simulator`` behaves like
 ``python -m sglang.launch_server`` (same flags, log lines, endpoints and payloads) without a GPU.
 
 This module holds only the light :class:`Simulator` launcher; the server itself (aiohttp) is
@@ -41,7 +43,7 @@ class Simulator:
     wait exceeds ``timeout_s``.
     """
 
-    def __init__(
+    def __init__(  # noqa: D107  (the class docstring describes the arguments)
         self,
         args: Sequence[str] = (),
         *,
@@ -70,6 +72,7 @@ class Simulator:
 
     @property
     def argv(self) -> list[str]:
+        """The simulator's command line (this interpreter, the module, the flags)."""
         return [
             sys.executable,
             "-m",
@@ -82,7 +85,8 @@ class Simulator:
         ]
 
     def start(self) -> Simulator:
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        """Start the subprocess (and wait as the constructor's ``wait`` says)."""
+        self._log = open(self.log_path, "ab")
         env = {**os.environ, **self.env}
         self.proc = subprocess.Popen(
             self.argv,
@@ -101,6 +105,7 @@ class Simulator:
         return self
 
     def log_text(self) -> str:
+        """Everything the simulator wrote to its log so far."""
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def _wait_for(self, what: Wait) -> None:
@@ -154,9 +159,11 @@ class Simulator:
             pass
 
     def __enter__(self) -> Simulator:
+        """Start the simulator."""
         return self.start()
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        """Stop the simulator."""
         self.stop()

@@ -11,8 +11,8 @@ from typing import Any
 from aiohttp import web
 
 from pytest_sglang.simulator import handlers, metrics, payloads
-from pytest_sglang.simulator.engine import Request
 from pytest_sglang.simulator.handlers import json_response
+from pytest_sglang.simulator.request import Request
 from pytest_sglang.simulator.sink import Sink
 from pytest_sglang.simulator.state import STARTING, UNHEALTHY, UP, State
 from pytest_sglang.simulator.streams import collect

@@ -1,4 +1,9 @@
-"""The simulator's command line: SGLang's launch flags plus ``--sim-*`` flags."""
+"""The simulator's command line: SGLang's launch flags plus ``--sim-*`` flags.
+
+It rejects what SGLang 0.5.23 rejects, the same way (exit 2, argparse's usage and message on
+stderr): an unknown flag, a missing ``--model-path``, a malformed or out-of-choices value. A suite
+that is green on the simulator must not fail on a real server because of its launch args.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m pytest_sglang.simulator",
         description="SGLang 0.5.23 protocol simulator: takes sglang.launch_server's flags, needs no GPU.",
     )
+    # Every 0.5.23 option from SGLang's own table (names, aliases, arity, types, choices).
     add_sglang_arguments(parser)
     sim = parser.add_argument_group("simulator (--sim-*)")
     sim.add_argument(
@@ -91,8 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(argv: Sequence[str]) -> tuple[LaunchArgs, SimOptions]:
-    """Parse ``argv`` like SGLang does (exit 2 with argparse's message on a malformed value)."""
-    ns, unknown = build_parser().parse_known_args(list(argv))
+    """Parse ``argv`` like SGLang 0.5.23 does: exit 2 with argparse's usage and message on bad input."""
+    parser = build_parser()
+    ns, unknown = parser.parse_known_args(list(argv))
+    # SGLang's parse_args checks required arguments before it reports unrecognized ones.
+    if ns.model_path is None:
+        parser.error("the following arguments are required: --model-path/--model")
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     values = vars(ns)
     sim = SimOptions(
         profile=values["sim_profile"],
@@ -108,4 +120,4 @@ def parse(argv: Sequence[str]) -> tuple[LaunchArgs, SimOptions]:
         launch_counter=values["sim_launch_counter"],
         host_alloc_scale=values["sim_host_alloc_scale"],
     )
-    return namespace_to_launch_args(ns, unknown), sim
+    return namespace_to_launch_args(ns), sim

@@ -47,6 +47,11 @@ MODELLED_PASSTHROUGH = frozenset(
         "disable_decode_cuda_graph",
         "cuda_graph_backend_prefill",
         "cuda_graph_backend_decode",
+        # what the model answers (serving.serving): parsers, grammars, seeded sampling
+        "tool_call_parser",
+        "reasoning_parser",
+        "grammar_backend",
+        "enable_deterministic_inference",
     }
 )
 
@@ -88,7 +93,8 @@ class SimConfig:
         """Why the ``kind`` ("prefill" | "decode") CUDA graph is not captured, or None if it is.
 
         0.5.23 resolves ``--disable-cuda-graph``, ``--disable-{kind}-cuda-graph`` and
-        ``--cuda-graph-backend-{kind}=disabled`` into one backend setting."""
+        ``--cuda-graph-backend-{kind}=disabled`` into one backend setting.
+        """
         extra = self.args.passthrough
         if (
             extra.get("disable_cuda_graph")

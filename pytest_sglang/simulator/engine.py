@@ -14,119 +14,11 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
-from pytest_sglang.simulator import tokenizer
 from pytest_sglang.simulator.profiles import Speed
 from pytest_sglang.simulator.radix import RadixCache
-from pytest_sglang.simulator.sink import Sink
+from pytest_sglang.simulator.request import Request
 from pytest_sglang.simulator.stats import Stats
-
-EmitFn = Callable[["Request", bool], None]
-
-
-class Request:
-    """One generation request as the scheduler sees it."""
-
-    __slots__ = (
-        "rid",
-        "prompt_ids",
-        "max_new",
-        "ignore_eos",
-        "stop",
-        "seed",
-        "natural_len",
-        "out_ids",
-        "text",
-        "emit",
-        "sink",
-        "stream",
-        "done",
-        "finish",
-        "cached_device",
-        "cached_host",
-        "node",
-        "reserved",
-        "arrival",
-        "arrival_perf",
-        "admitted_perf",
-        "first_perf",
-        "last_perf",
-        "log_metrics",
-        "endpoint",
-        "extra",
-        "aborted",
-    )
-
-    def __init__(
-        self,
-        rid: str,
-        prompt_ids: list[int],
-        max_new: int,
-        *,
-        ignore_eos: bool,
-        stop: list[str],
-        random_seed: int,
-        emit: EmitFn,
-        sink: Sink,
-        stream: bool,
-        endpoint: str,
-        log_metrics: bool = True,
-    ) -> None:
-        self.rid = rid
-        self.prompt_ids = prompt_ids
-        self.max_new = max_new
-        self.ignore_eos = ignore_eos
-        self.stop = stop
-        self.seed = tokenizer.output_seed(prompt_ids, random_seed)
-        self.natural_len = tokenizer.natural_length(self.seed)
-        self.out_ids: list[int] = []
-        self.text = ""
-        self.emit = emit
-        self.sink = sink
-        self.stream = stream
-        self.endpoint = endpoint
-        self.log_metrics = log_metrics
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        #: {"type": "length", "length": n} | {"type": "stop", "matched": ...} | abort
-        self.finish: dict[str, Any] | None = None
-        self.cached_device = 0
-        self.cached_host = 0
-        self.node: Any = None
-        self.reserved = 0
-        self.arrival = time.time()
-        self.arrival_perf = time.perf_counter()
-        self.admitted_perf = 0.0
-        self.first_perf = 0.0
-        self.last_perf = 0.0
-        self.extra: dict[str, Any] = {}
-        self.aborted = False
-
-    @property
-    def cached(self) -> int:
-        return self.cached_device + self.cached_host
-
-    def advance(self) -> None:
-        """Generate the next token and decide whether the request is finished."""
-        k = len(self.out_ids)
-        if self.max_new <= 0:  # max_new_tokens 0: prefill only, finish without a token
-            self.finish = {"type": "length", "length": 0}
-            return
-        if not self.ignore_eos and k + 1 >= self.natural_len and k + 1 < self.max_new:
-            self.out_ids.append(tokenizer.EOS_TOKEN_ID)
-            self.finish = {"type": "stop", "matched": tokenizer.EOS_TOKEN_ID}
-            return
-        tid, piece = tokenizer.output_token(self.seed, k)
-        self.out_ids.append(tid)
-        self.text += piece
-        for s in self.stop:
-            at = self.text.find(s, max(0, len(self.text) - len(piece) - len(s)))
-            if at >= 0:
-                self.text = self.text[:at]
-                self.finish = {"type": "stop", "matched": s}
-                return
-        if len(self.out_ids) >= self.max_new:
-            self.finish = {"type": "length", "length": self.max_new}
 
 
 class Engine:
@@ -154,6 +46,8 @@ class Engine:
         self.stats = Stats()
         self.last_output_perf = 0.0
         self.stalled = False
+        #: slots held by aborted requests that never gave them back (--sim-fault slot-leak)
+        self.leaked = 0
         self.on_finish: Callable[[Request], None] | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -172,8 +66,8 @@ class Engine:
         if req in self.waiting:
             self.waiting.remove(req)
         elif req in self.running:
-            self._release(req)
             self.running.remove(req)
+            self._give_back(req)
         if not req.done.done():
             req.done.set_result(None)
 
@@ -257,9 +151,11 @@ class Engine:
         now = time.perf_counter()
         self.last_output_perf = now
         finished: list[Request] = []
-        for req in batch:
+        n = len(batch)
+        for i, req in enumerate(batch):
             first = not req.out_ids
-            req.advance()
+            # --sim-fault cross-talk: each request decodes its neighbour's next token
+            req.advance(batch[(i + 1) % n] if req.crosstalk and n > 1 else None)
             if first:
                 req.first_perf = now
             req.last_perf = now
@@ -271,13 +167,19 @@ class Engine:
         for req in finished:
             self._finish(req)
 
+    def _give_back(self, req: Request) -> None:
+        if req.aborted and req.leak:
+            self.leaked += 1  # the fault: the slot and its KV reservation are never freed
+        else:
+            self._release(req)
+
     def _finish(self, req: Request) -> None:
         self.running.remove(req)
-        self._release(req)
-        if self.radix:
-            self.cache.insert(req.prompt_ids + req.out_ids)
         if req.sink.closed and req.finish is None:
             req.aborted = True
+        self._give_back(req)
+        if self.radix:
+            self.cache.insert(req.prompt_ids + req.out_ids)
         if req.log_metrics:
             self.stats.on_finish(req)
         if self.on_finish is not None and req.log_metrics:

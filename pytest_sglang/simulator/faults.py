@@ -1,12 +1,14 @@
 """``--sim-fault KIND[:ARG]``: failure modes a test can ask the simulator to reproduce.
 
 Durations in fault arguments are simulated seconds, multiplied by ``--sim-time-scale`` like
-every other simulated duration.
+every other simulated duration. The correctness faults (``wrong-answer`` ... ``token-drift``) each
+reproduce one way a server answers 200 OK and wrong, so a correctness check can be shown to fail.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +25,31 @@ KINDS = (
     "drop-stream-after",
     "error-rate",
     "slow-health",
+    # correctness faults: 200 OK, wrong content
+    "wrong-answer",
+    "tool-call-as-text",
+    "json-schema-violation",
+    "reasoning-in-content",
+    "empty-finish-reason",
+    "usage-off-by-one",
+    "cross-talk",
+    "cache-logprob-drift",
+    "slot-leak",
+    "token-drift",
 )
+#: Kinds that take no argument (a switch), and kinds whose argument is a fraction in [0, 1].
+SWITCHES = (
+    "never-healthy",
+    "tool-call-as-text",
+    "json-schema-violation",
+    "reasoning-in-content",
+    "empty-finish-reason",
+    "usage-off-by-one",
+    "cross-talk",
+    "slot-leak",
+)
+RATES = ("error-rate", "wrong-answer", "token-drift")
+_NUMBERS = ("unhealthy-after", "slow-health", "drop-stream-after", "cache-logprob-drift", *RATES)
 
 
 @dataclass(frozen=True)
@@ -37,6 +63,26 @@ class Faults:
     drop_stream_after: int | None = None
     error_rate: float = 0.0
     slow_health_s: float = 0.0
+    #: the fraction of arithmetic answers that are wrong
+    wrong_answer: float = 0.0
+    #: the tool-call parser is not applied: the call stays in ``content`` as text
+    tool_call_as_text: bool = False
+    #: constrained JSON output violates its schema
+    json_schema_violation: bool = False
+    #: the reasoning parser is not applied: ``<think>...</think>`` stays in ``content``
+    reasoning_in_content: bool = False
+    #: streamed and final ``finish_reason`` is "" instead of null / the reason
+    empty_finish_reason: bool = False
+    #: ``usage.completion_tokens`` (and native ``completion_tokens``) one more than returned
+    usage_off_by_one: bool = False
+    #: concurrent requests decode each other's tokens
+    cross_talk: bool = False
+    #: logprobs served from a cached prefix are shifted by this much
+    cache_logprob_drift: float = 0.0
+    #: a client that disconnects mid-stream never frees its slot
+    slot_leak: bool = False
+    #: the fraction of (greedy) tokens that differ from the fault-free server's
+    token_drift: float = 0.0
     specs: tuple[str, ...] = field(default=())
 
     def at(self, phase: str) -> str | None:
@@ -56,7 +102,7 @@ def _bad(spec: str, why: str) -> argparse.ArgumentTypeError:
 
 
 def check_fault(spec: str) -> str:
-    """argparse ``type=``: validate one ``KIND[:ARG]`` and return it unchanged."""
+    """Argparse ``type=``: validate one ``KIND[:ARG]`` and return it unchanged."""
     kind, _, arg = spec.partition(":")
     if kind not in KINDS:
         raise _bad(spec, f"unknown fault kind {kind!r}; choose one of {', '.join(KINDS)}")
@@ -64,17 +110,15 @@ def check_fault(spec: str) -> str:
         raise _bad(spec, f"phase {arg!r} is not one of {', '.join(PHASES)} (e.g. {kind}:weights)")
     if kind == "server-info" and arg not in SERVER_INFO_MODES:
         raise _bad(spec, f"mode {arg!r} is not one of {', '.join(SERVER_INFO_MODES)}")
-    if kind == "never-healthy" and arg:
-        raise _bad(spec, "never-healthy takes no argument")
-    if kind in ("unhealthy-after", "slow-health", "drop-stream-after", "error-rate"):
+    if kind in SWITCHES and arg:
+        raise _bad(spec, f"{kind} takes no argument (e.g. --sim-fault {kind})")
+    if kind in _NUMBERS:
         try:
             value = float(arg)
         except ValueError:
-            raise _bad(
-                spec, f"{kind} needs a number, e.g. {kind}:{'0.1' if kind == 'error-rate' else '5'}"
-            ) from None
-        if value < 0 or (kind == "error-rate" and value > 1):
-            raise _bad(spec, f"{kind} must be {'between 0 and 1' if kind == 'error-rate' else '>= 0'}")
+            raise _bad(spec, f"{kind} needs a number, e.g. {kind}:{'0.1' if kind in RATES else '5'}") from None
+        if not math.isfinite(value) or value < 0 or (kind in RATES and value > 1):
+            raise _bad(spec, f"{kind} must be {'between 0 and 1' if kind in RATES else '>= 0'}")
     return spec
 
 
@@ -99,8 +143,10 @@ def parse_faults(specs: list[str] | tuple[str, ...]) -> Faults:
             values["drop_stream_after"] = int(float(arg))
         elif kind == "unhealthy-after":
             values["unhealthy_after_s"] = float(arg)
-        elif kind == "error-rate":
-            values["error_rate"] = float(arg)
+        elif kind in ("error-rate", "wrong-answer", "token-drift", "cache-logprob-drift"):
+            values[kind.replace("-", "_")] = float(arg)
+        elif kind in SWITCHES:
+            values[kind.replace("-", "_")] = True
         else:
             values["slow_health_s"] = float(arg)
     return Faults(

@@ -3,36 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from typing import Any
 
 from pytest_sglang.simulator.metrics_extra import render_extra
+from pytest_sglang.simulator.prometheus import PromText
+from pytest_sglang.simulator.prometheus import labels as _labels
 from pytest_sglang.simulator.state import State
-from pytest_sglang.simulator.stats import Histogram
-
-
-def _labels(**kv: str) -> str:
-    return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(kv.items())) + "}"
-
-
-class _Out:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def family(self, name: str, kind: str, help_text: str, samples: Iterable[tuple[str, float]]) -> None:
-        self.lines.append(f"# HELP sglang:{name} {help_text}")
-        self.lines.append(f"# TYPE sglang:{name} {kind}")
-        for labels, value in samples:
-            self.lines.append(f"sglang:{name}{labels} {float(value)!r}")
-
-    def histogram(self, name: str, help_text: str, items: Iterable[tuple[dict[str, str], Histogram]]) -> None:
-        self.lines.append(f"# HELP sglang:{name} {help_text}")
-        self.lines.append(f"# TYPE sglang:{name} histogram")
-        for labels, h in items:
-            for le, count in h.cumulative():
-                self.lines.append(f"sglang:{name}_bucket{_labels(**labels, le=le)} {float(count)!r}")
-            self.lines.append(f"sglang:{name}_sum{_labels(**labels)} {h.sum!r}")
-            self.lines.append(f"sglang:{name}_count{_labels(**labels)} {float(h.count)!r}")
 
 
 def render(state: State) -> str:
@@ -42,10 +18,10 @@ def render(state: State) -> str:
     sched_labels = dict(engine_type="unified", model_name=model, moe_ep_rank="0", pp_rank="0", tp_rank="0")
     sched = _labels(**sched_labels)
     tok = {"engine_type": "unified", "model_name": model}
-    out = _Out()
+    out = PromText()
     cap = max(1, e.capacity)
     gauges: list[tuple[str, str, float]] = [
-        ("num_running_reqs", "The number of running requests.", len(e.running)),
+        ("num_running_reqs", "The number of running requests.", len(e.running) + e.leaked),
         ("num_queue_reqs", "The number of requests in the waiting queue.", len(e.waiting)),
         ("num_grammar_queue_reqs", "The number of requests in the grammar waiting queue.", 0),
         ("token_usage", "The token usage.", e.used_tokens / cap),
@@ -91,7 +67,7 @@ def render(state: State) -> str:
     return "\n".join(out.lines) + "\n"
 
 
-def _counters(out: _Out, state: State, tok: dict[str, str]) -> None:
+def _counters(out: PromText, state: State, tok: dict[str, str]) -> None:
     st = state.engine.stats
     for name, help_text, data in (
         ("num_requests_total", "Number of requests processed.", st.requests),
@@ -164,7 +140,7 @@ def _counters(out: _Out, state: State, tok: dict[str, str]) -> None:
     )
 
 
-def _histograms(out: _Out, state: State, tok: dict[str, str]) -> None:
+def _histograms(out: PromText, state: State, tok: dict[str, str]) -> None:
     st = state.engine.stats
     base = dict(
         engine_type="unified", model_name=tok["model_name"], moe_ep_rank="0", pp_rank="0", tp_rank="0"
@@ -206,7 +182,7 @@ def loads(state: State) -> dict[str, Any]:
     load = {
         "timestamp": stamp,
         "dp_rank": 0,
-        "num_running_reqs": len(e.running),
+        "num_running_reqs": len(e.running) + e.leaked,
         "num_waiting_reqs": len(e.waiting),
         "num_waiting_uncached_tokens": sum(len(r.prompt_ids) for r in e.waiting),
         "num_used_tokens": e.used_tokens,

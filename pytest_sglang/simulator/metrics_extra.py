@@ -6,24 +6,17 @@ gauges are the values an idle-to-moderately-loaded 0.5.23 reports (no retraction
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pytest_sglang.simulator.payloads import GRAPH_PHASES, memory_usage
-
-if TYPE_CHECKING:
-    from pytest_sglang.simulator.metrics import _Out
-    from pytest_sglang.simulator.state import State
+from pytest_sglang.simulator.prometheus import PromText
+from pytest_sglang.simulator.prometheus import labels as _labels
+from pytest_sglang.simulator.state import State
 
 #: SGLang's initial new-token ratio (SGLANG_INIT_NEW_TOKEN_RATIO 0.7 x schedule_conservativeness 1.0);
 #: it only decays while requests are being retracted, which the simulator never does.
 NEW_TOKEN_RATIO = 0.7
 
 
-def _labels(**kv: str) -> str:
-    return "{" + ",".join(f'{k}="{v}"' for k, v in sorted(kv.items())) + "}"
-
-
-def render_extra(out: _Out, state: State, sched: dict[str, str], tok: dict[str, str]) -> None:
+def render_extra(out: PromText, state: State, sched: dict[str, str], tok: dict[str, str]) -> None:
     """Append the memory, scheduler and HTTP-in-flight families to ``out``."""
     cfg = state.cfg
     mem = memory_usage(cfg)

@@ -48,7 +48,7 @@ def server_args(cfg: SimConfig, port: int) -> dict[str, Any]:
     out = {k: v for k, v in _template()["server_info"].items() if k not in _NOT_ARGS}
     a = cfg.args
     for f in fields(LaunchArgs):
-        if f.name in out and f.name not in ("passthrough", "unknown"):
+        if f.name in out:  # the modelled ServerArgs fields (not LaunchArgs' own bookkeeping)
             out[f.name] = getattr(a, f.name)
     for name, value in a.passthrough.items():
         out[name] = _coerce(value, out.get(name))
@@ -146,9 +146,7 @@ def server_info(
     state = {k: v for k, v in args.items() if k != "custom_sigquit_handler"}
     mem = memory_usage(cfg)
     state.update(
-        hicache_ratio=cfg.host_pool.ratio
-        if cfg.host_pool and cfg.host_pool.ratio is not None
-        else cfg.hicache_ratio,
+        hicache_ratio=cfg.host_pool.ratio if cfg.host_pool and cfg.host_pool.ratio is not None else cfg.hicache_ratio,
         world_size=cfg.args.dp_size * cfg.ranks,
         startup_time=startup_time(times, tokenizer=False),
         effective_max_running_requests_per_dp=cfg.max_running_requests,
@@ -176,6 +174,9 @@ def model_info(cfg: SimConfig) -> dict[str, Any]:
         model_type=cfg.profile.model_type,
         architectures=[cfg.profile.architecture],
     )
+    for name in ("reasoning_parser", "tool_call_parser"):  # 0.5.23 reports the launch's parsers here too
+        if cfg.args.passthrough.get(name) is not None:
+            body[name] = str(cfg.args.passthrough[name])
     return body
 
 

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pytest_sglang.sglang import hostmem
-from pytest_sglang.sglang.args import find_flag
 from pytest_sglang.sglang.hostmem import GB, GiB
 
 
@@ -146,8 +145,11 @@ class Hardware:
 
 
 def hardware(profile: Profile, gpu_memory_gb: float | None, host_memory_gb: float | None) -> Hardware:
-    """The profile's hardware with ``--sim-gpu-memory-gb`` (GiB, like SGLang's device logs) and
-    ``--sim-host-memory-gb`` (decimal GB of RAM in total) applied."""
+    """The profile's hardware with the memory flags applied.
+
+    ``--sim-gpu-memory-gb`` (GiB, like SGLang's device logs) and
+    ``--sim-host-memory-gb`` (decimal GB of RAM in total) applied.
+    """
     gpu = profile.gpu_memory_bytes if gpu_memory_gb is None else int(gpu_memory_gb * GiB)
     total = profile.host_total_bytes if host_memory_gb is None else int(host_memory_gb * GB)
     return Hardware(gpu, total, max(0, total - profile.host_used_bytes))
@@ -179,22 +181,11 @@ def device_pool_bytes_per_rank(profile: Profile, tokens: int, tp_size: int) -> i
     return tokens * profile.kv_bytes_per_token(tp_size)
 
 
-def _float_flag(argv: Sequence[str], name: str) -> float | None:
-    value = find_flag(argv, name)
-    try:
-        return None if value is None else float(value)
-    except ValueError:
-        return None
-
-
 def simulated_host_memory(argv: Sequence[str]) -> hostmem.HostMemory:
-    """The host memory the simulator launched with ``argv`` will report (for the plugin's preflight)."""
-    profile = get_profile(find_flag(argv, "--sim-profile") or "tiny")
-    hw = hardware(
-        profile, _float_flag(argv, "--sim-gpu-memory-gb"), _float_flag(argv, "--sim-host-memory-gb")
-    )
-    return hostmem.HostMemory(
-        available_bytes=hw.host_available_bytes,
-        total_bytes=hw.host_total_bytes,
-        source=f"simulated host of profile {profile.name}",
-    )
+    """The host memory the simulator launched with ``argv`` will report (for the plugin's preflight).
+
+    The ``--sim-*`` flags are read by the simulator's own parser, as the launch will read them.
+    """
+    from pytest_sglang.sglang import planner  # lazy: planner imports this module
+
+    return planner.simulated_host_memory(planner.simulator_flags(argv))

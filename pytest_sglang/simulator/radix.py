@@ -20,7 +20,7 @@ HOST = "host"
 
 
 class Node:
-    __slots__ = ("key", "children", "parent", "tier", "last_used", "lock")
+    __slots__ = ("children", "key", "last_used", "lock", "parent", "tier")
 
     def __init__(self, key: tuple[int, ...], parent: Node | None, tier: str) -> None:
         self.key = key

@@ -11,13 +11,14 @@ from collections.abc import Sequence
 
 from aiohttp import web
 
-from pytest_sglang.simulator import cli, tokenizer
+from pytest_sglang.simulator import cli, handlers, tokenizer
 from pytest_sglang.simulator.app import build_app
 from pytest_sglang.simulator.config import MODELLED_PASSTHROUGH, SimConfig, resolve
-from pytest_sglang.simulator.engine import Engine, Request
+from pytest_sglang.simulator.engine import Engine
 from pytest_sglang.simulator.faults import parse_faults
 from pytest_sglang.simulator.logs import Logger
 from pytest_sglang.simulator.profiles import Speed, get_profile
+from pytest_sglang.simulator.request import Request
 from pytest_sglang.simulator.sink import Sink
 from pytest_sglang.simulator.startup import Startup, fault, oom_kill
 from pytest_sglang.simulator.state import STARTING, UP, State
@@ -38,14 +39,11 @@ def _speed(cfg: SimConfig) -> Speed:
 
 
 def _warn_passthrough(log: Logger, cfg: SimConfig) -> None:
-    for name in dict.fromkeys(cfg.args.given_flags()):
-        key = name.removeprefix("--").replace("-", "_")
-        if key in MODELLED_PASSTHROUGH:
-            continue
-        if key in cfg.args.passthrough:
-            log.warning(f"{name} is an SGLang 0.5.23 flag that the simulator accepts but does not simulate")
-        else:
-            log.warning(f"{name} is not an SGLang 0.5.23 flag; the simulator ignores it")
+    # Flags that are not 0.5.23 flags never get here: cli.parse rejects them as SGLang does.
+    for name in cfg.args.passthrough:
+        if name not in MODELLED_PASSTHROUGH:
+            flag = "--" + name.replace("_", "-")
+            log.warning(f"{flag} is an SGLang 0.5.23 flag that the simulator accepts but does not simulate")
 
 
 async def _warmup(state: State) -> None:
@@ -100,6 +98,7 @@ async def _serve(state: State) -> None:
     log.uvicorn(f"Started server process [{os.getpid()}]")
     log.uvicorn("Waiting for application startup.")
     log.uvicorn("Application startup complete.")
+    handlers.preload()  # the model behind the routes: imported after the start-up log, before the port opens
     runner = web.AppRunner(build_app(state), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, cfg.args.host, state.port, reuse_address=True)

@@ -20,7 +20,7 @@ from aiohttp import web
 class Sink:
     """Where a request's bytes go. ``closed`` turns true when the client went away."""
 
-    __slots__ = ("resp", "closed", "_pending", "_backlog", "_done", "send_perf")
+    __slots__ = ("_backlog", "_done", "_pending", "closed", "resp", "send_perf")
 
     def __init__(self, resp: web.StreamResponse | None) -> None:
         self.resp = resp

@@ -37,7 +37,8 @@ def ranks(cfg: SimConfig) -> list[str]:
     """Log prefixes of every scheduler process (``TP3``, ``PP1 TP3``, ``DP1``...).
 
     0.5.23 names a dimension only when it has more than one rank: a single-GPU server's scheduler
-    lines carry no prefix at all (``[2026-12-02 16:43:57] Load weight begin...``)."""
+    lines carry no prefix at all (``[2026-12-02 16:43:57] Load weight begin...``).
+    """
     a = cfg.args
     out = []
     for dp in range(a.dp_size):
@@ -59,9 +60,12 @@ def scheduler_exception(
     kill_tree: bool = True,
     rank: str = "TP0",
 ) -> NoReturn:
-    """SGLang's block when a scheduler raises during startup; then, like 0.5.23, the launcher kills its
+    """Print SGLang's block when a scheduler raises during startup, then die like 0.5.23.
+
+    Like 0.5.23, the launcher kills its
     own process tree, itself included, so the exit status is -9 (SIGKILL). ``kill_tree=False`` exits 1
-    instead (the documented contract of ``--sim-fault crash-at``)."""
+    instead (the documented contract of ``--sim-fault crash-at``).
+    """
     path = f"{_ROOT}/{where}"
     log.always(
         "Scheduler hit an exception: "

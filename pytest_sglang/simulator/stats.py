@@ -5,10 +5,8 @@ from __future__ import annotations
 import bisect
 import time
 from collections import defaultdict
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from pytest_sglang.simulator.engine import Request
+from pytest_sglang.simulator.request import Request
 
 # SGLang 0.5.23 default buckets (recorded in fixtures/captures-0.5.23/basic/metrics_after.txt).
 TTFT_BUCKETS = (
@@ -31,7 +29,7 @@ TTFT_BUCKETS = (
     200.0,
     400.0,
 )
-E2E_BUCKETS = TTFT_BUCKETS + (600.0, 1200.0, 1800.0, 2400.0)
+E2E_BUCKETS = (*TTFT_BUCKETS, 600.0, 1200.0, 1800.0, 2400.0)
 ITL_BUCKETS = (
     0.002,
     0.004,
@@ -107,7 +105,7 @@ TOKEN_BUCKETS = (
 
 
 class Histogram:
-    __slots__ = ("buckets", "counts", "sum", "count")
+    __slots__ = ("buckets", "count", "counts", "sum")
 
     def __init__(self, buckets: tuple[float, ...]) -> None:
         self.buckets = buckets

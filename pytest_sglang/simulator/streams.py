@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from pytest_sglang.simulator.engine import Request
+from pytest_sglang.simulator import logprobs
+from pytest_sglang.simulator.request import Request
 
 DONE = b"data: [DONE]\n\n"
 #: tokenize + hand-off to the scheduler before ``api_server_dispatch_finish_ts`` (0.5.23 on CPU: ~1 ms)
@@ -43,7 +45,31 @@ def stage_times(req: Request) -> dict[str, float]:
     }
 
 
-def native_object(req: Request, *, metrics: bool) -> dict[str, Any]:
+@dataclass(frozen=True)
+class NativeOptions:
+    """What a /generate request asked for beyond text, and the faults that change its report."""
+
+    #: ``return_logprob``: (logprob_start_len, top_logprobs_num, return_text_in_logprobs); None: off
+    logprob: tuple[int, int, bool] | None = None
+    #: --sim-fault cache-logprob-drift: the shift of logprobs served from a cached prefix
+    lp_drift: float = 0.0
+    #: --sim-fault usage-off-by-one: added to the completion_tokens reported
+    usage_extra: int = 0
+
+
+def logprob_fields(req: Request, opts: NativeOptions) -> dict[str, Any]:
+    """The ``meta_info`` logprob fields of ``req`` so far (empty when not requested)."""
+    if opts.logprob is None:
+        return {}
+    start, top, with_text = opts.logprob
+    shift = -opts.lp_drift if opts.lp_drift and req.cached else 0.0
+    pieces = req.pieces or []
+    return logprobs.native_logprobs(
+        req.prompt_ids, req.out_ids, pieces, start=start, top=top, with_text=with_text, shift=shift
+    )
+
+
+def native_object(req: Request, *, metrics: bool, opts: NativeOptions = NativeOptions()) -> dict[str, Any]:
     """The non-streaming /generate object (also the last streamed chunk)."""
     n = len(req.out_ids)
     meta: dict[str, Any] = {
@@ -55,9 +81,10 @@ def native_object(req: Request, *, metrics: bool) -> dict[str, Any]:
     }
     if metrics:
         meta.update(stage_times(req))
+    meta.update(logprob_fields(req, opts))
     meta.update(
         reasoning_tokens=0,
-        completion_tokens=n,
+        completion_tokens=n + opts.usage_extra,
         cached_tokens=req.cached,
         weight_versions=[{"version": "default", "start": 0, "end": n}],
         cached_tokens_details=_details(req),
@@ -72,9 +99,7 @@ def native_object(req: Request, *, metrics: bool) -> dict[str, Any]:
             request_finished_ts=req.arrival + meta["e2e_latency"],
         )
         if n:  # no decode, no throughput (max_new_tokens 0)
-            meta["decode_throughput"] = (
-                (n - 1) / max(1e-9, req.last_perf - req.first_perf) if n > 1 else 0.0
-            )
+            meta["decode_throughput"] = (n - 1) / max(1e-9, req.last_perf - req.first_perf) if n > 1 else 0.0
         meta["response_sent_to_client_ts"] = time.time()
     return {"text": req.text, "output_ids": list(req.out_ids), "meta_info": meta}
 
@@ -83,27 +108,37 @@ class NativeEmitter:
     """Cumulative ``data: {...}`` chunks (or incremental with --incremental-streaming-output).
 
     ``index`` is the prompt's position in a batch request (``"text": [...]``): 0.5.23 adds it to
-    every chunk and sends ``data: [DONE]`` once for the whole batch (the handler does)."""
+    every chunk and sends ``data: [DONE]`` once for the whole batch (the handler does).
+    """
 
     __slots__ = (
-        "interval",
-        "incremental",
-        "metrics",
-        "index",
-        "_meta",
-        "_tail",
         "_ids",
-        "_sent_text",
+        "_meta",
         "_sent_ids",
+        "_sent_text",
+        "_tail",
+        "incremental",
+        "index",
+        "interval",
+        "metrics",
+        "opts",
     )
 
     def __init__(
-        self, req: Request, *, interval: int, incremental: bool, metrics: bool, index: int | None = None
+        self,
+        req: Request,
+        *,
+        interval: int,
+        incremental: bool,
+        metrics: bool,
+        index: int | None = None,
+        opts: NativeOptions = NativeOptions(),
     ) -> None:
         self.interval = max(1, interval)
         self.incremental = incremental
         self.metrics = metrics
         self.index = index
+        self.opts = opts
         self._meta = ""  # built at the first chunk: the stage times are known only after prefill
         self._tail = "}}\n\n" if index is None else f'}},"index":{index}}}\n\n'
         self._ids = ""
@@ -116,14 +151,13 @@ class NativeEmitter:
             stages = "," + dumps(stage_times(req))[1:-1]
         return (
             f',"meta_info":{{"id":"{req.rid}","finish_reason":null,"prompt_tokens":'
-            f'{len(req.prompt_ids)},"weight_version":"default","num_retractions":0{stages},'
-            f'"reasoning_tokens":0,"completion_tokens":'
+            f'{len(req.prompt_ids)},"weight_version":"default","num_retractions":0{stages}'
         )
 
     def __call__(self, req: Request, done: bool) -> None:
         n = len(req.out_ids)
         if done:
-            obj = native_object(req, metrics=self.metrics)
+            obj = native_object(req, metrics=self.metrics, opts=self.opts)
             if self.incremental:
                 obj["text"], obj["output_ids"] = req.text[self._sent_text :], req.out_ids[self._sent_ids :]
             if self.index is None:
@@ -140,149 +174,18 @@ class NativeEmitter:
         else:
             self._ids = f"{self._ids},{req.out_ids[-1]}" if self._ids else str(req.out_ids[-1])
             text, ids = req.text, self._ids
-        details = (
-            f'{{"device":{req.cached_device},"host":{req.cached_host}}}' if req.cached else "null"
-        )
+        details = f'{{"device":{req.cached_device},"host":{req.cached_host}}}' if req.cached else "null"
         sent = ""
         if not self._meta:
             self._meta = self._meta_head(req)
             if self.metrics:  # 0.5.23 stamps the first chunk only
                 sent = f',"response_sent_to_client_ts":{time.time()!r}'
+        lp = "," + dumps(logprob_fields(req, self.opts))[1:-1] if self.opts.logprob else ""
         req.sink.push(
-            f'data: {{"text":{dumps(text)},"output_ids":[{ids}]{self._meta}{n},"cached_tokens":'
+            f'data: {{"text":{dumps(text)},"output_ids":[{ids}]{self._meta}{lp},"reasoning_tokens":0,'
+            f'"completion_tokens":{n + self.opts.usage_extra},"cached_tokens":'
             f'{req.cached},"cached_tokens_details":{details},"dp_rank":null{sent}{self._tail}'.encode()
         )
-
-
-def openai_finish(req: Request) -> tuple[str, Any]:
-    assert req.finish is not None
-    if req.finish["type"] == "length":
-        return "length", None
-    if req.finish["type"] == "abort":
-        return "abort", None
-    return "stop", req.finish.get("matched")
-
-
-def usage(req: Request, *, cache_report: bool) -> dict[str, Any]:
-    p, c = len(req.prompt_ids), len(req.out_ids)
-    return {
-        "prompt_tokens": p,
-        "total_tokens": p + c,
-        "completion_tokens": c,
-        "prompt_tokens_details": {"cached_tokens": req.cached} if cache_report else None,
-        "reasoning_tokens": 0,
-        "completion_tokens_details": None,
-    }
-
-
-class OpenAIEmitter:
-    """Incremental OpenAI chunks; ``chat`` adds the role chunk and a separate finish chunk."""
-
-    __slots__ = (
-        "chat",
-        "include_usage",
-        "continuous",
-        "cache_report",
-        "interval",
-        "_head",
-        "_sent",
-        "_role_sent",
-    )
-
-    def __init__(
-        self,
-        req: Request,
-        *,
-        chat: bool,
-        model: str,
-        created: int,
-        include_usage: bool,
-        continuous_usage: bool,
-        cache_report: bool,
-        interval: int,
-    ) -> None:
-        self.chat = chat
-        self.include_usage = include_usage
-        self.continuous = continuous_usage
-        self.cache_report = cache_report
-        self.interval = max(1, interval)
-        obj = "chat.completion.chunk" if chat else "text_completion"
-        self._head = (
-            f'data: {{"id":"{req.rid}","object":"{obj}","created":{created},'
-            f'"model":{dumps(model)},"choices":[{{"index":0,'
-        )
-        self._sent = 0
-        self._role_sent = False
-
-    def _usage_suffix(self, req: Request) -> str:
-        if self.continuous:
-            return f',"usage":{dumps(usage(req, cache_report=self.cache_report))}'
-        return ',"usage":null' if not self.chat else ""
-
-    def __call__(self, req: Request, done: bool) -> None:
-        if not done and len(req.out_ids) % self.interval:
-            return
-        delta, self._sent = req.text[self._sent :], len(req.text)
-        parts: list[str] = []
-        if self.chat and not self._role_sent:
-            self._role_sent = True
-            parts.append(
-                self._head + '"delta":{"reasoning_content":null,"role":"assistant","content":""},'
-                '"logprobs":null,"finish_reason":null,"matched_stop":null}]}\n\n'
-            )
-        finish, matched = openai_finish(req) if done else (None, None)
-        if self.chat:
-            if delta:
-                parts.append(
-                    f'{self._head}"delta":{{"reasoning_content":null,"content":{dumps(delta)}}},'
-                    f'"logprobs":null,"finish_reason":null,"matched_stop":null}}]'
-                    f"{self._usage_suffix(req)}}}\n\n"
-                )
-            if done:
-                parts.append(
-                    f'{self._head}"delta":{{"reasoning_content":null}},"logprobs":null,'
-                    f'"finish_reason":{dumps(finish)},"matched_stop":{dumps(matched)}}}]}}\n\n'
-                )
-        else:
-            parts.append(
-                f'{self._head}"text":{dumps(delta)},"logprobs":null,"finish_reason":{dumps(finish)},'
-                f'"matched_stop":{dumps(matched)}}}]{self._usage_suffix(req)}}}\n\n'
-            )
-        if done:
-            if self.include_usage:
-                u = usage(req, cache_report=self.cache_report)
-                if not self.chat:  # completions serialise the usage chunk with exclude_none
-                    u = {k: v for k, v in u.items() if v is not None}
-                parts.append(self._head.split(',"choices"')[0] + f',"choices":[],"usage":{dumps(u)}}}\n\n')
-            parts.append(DONE.decode())
-        req.sink.push("".join(parts).encode())
-
-
-def openai_object(
-    req: Request, *, chat: bool, model: str, created: int, cache_report: bool
-) -> dict[str, Any]:
-    finish, matched = openai_finish(req)
-    if chat:
-        choice: dict[str, Any] = {
-            "index": 0,
-            "message": {"role": "assistant", "content": req.text, "reasoning_content": None},
-        }
-    else:
-        choice = {"index": 0, "text": req.text}
-    choice.update(logprobs=None, finish_reason=finish, matched_stop=matched)
-    n = len(req.out_ids)
-    return {
-        "id": req.rid,
-        "object": "chat.completion" if chat else "text_completion",
-        "created": created,
-        "model": model,
-        "choices": [choice],
-        "usage": usage(req, cache_report=cache_report),
-        "metadata": {
-            "weight_version": "default",
-            "weight_versions": [{"version": "default", "start": 0, "end": n}],
-        },
-    }
 
 
 def collect(req: Request, done: bool) -> None:

@@ -1,10 +1,10 @@
-"""A deterministic stand-in tokenizer (no model files needed).
+r"""A deterministic stand-in tokenizer (no model files needed).
 
-Encoding: the text is split with the regex ``\\s*[^\\s]{1,4}`` (optional leading whitespace, then up to
+Encoding: the text is split with the regex ``\s*[^\s]{1,4}`` (optional leading whitespace, then up to
 4 non-space characters), i.e. roughly one token per 4 characters of a word, like BPE on English.
 Each piece maps to ``1000 + crc32(piece) % 31000``, so the same text always gives the same ids and a
 shared text prefix gives a shared id prefix (what the radix cache needs). Chat messages are rendered
-as ``<|role|>\\ncontent\\n`` per message plus ``<|assistant|>\\n`` before tokenizing.
+as ``<|role|>\ncontent\n`` per message plus ``<|assistant|>\n`` before tokenizing.
 
 Generation: output token ``k`` of a request is ``VOCAB[(seed + 7919 * k) % len(VOCAB)]`` where the seed
 is derived from the prompt's last ids and ``--random-seed``; every vocabulary entry is a short word with
@@ -36,6 +36,47 @@ VOCAB: tuple[tuple[int, str], ...] = tuple((100 + i, " " + w) for i, w in enumer
 def encode(text: str) -> list[int]:
     """Token ids of ``text`` (deterministic, see module docstring)."""
     return [1000 + zlib.crc32(p.encode()) % 31000 for p in _PIECE.findall(text)]
+
+
+#: Markup the simulated models write as ONE token each (special tokens of real chat models).
+SPECIAL: dict[str, int] = {
+    text: 10 + i
+    for i, text in enumerate(
+        (
+            "<think>",
+            "</think>",
+            "<tool_call>",
+            "</tool_call>",
+            "<|python_tag|>",
+            "[TOOL_CALLS]",
+            "<｜tool▁calls▁begin｜>",
+            "<｜tool▁calls▁end｜>",
+            "<｜tool▁call▁begin｜>",
+            "<｜tool▁call▁end｜>",
+            "<｜tool▁sep｜>",
+        )
+    )
+}
+
+
+def pieces(text: str, *, special: bool = False) -> list[tuple[int, str]]:
+    """(id, text) of each token of ``text``; their texts concatenate back to ``text`` exactly.
+
+    ``special``: ``text`` is one special token (``<think>``...), written as a single id.
+    """
+    if special and text in SPECIAL:
+        return [(SPECIAL[text], text)]
+    return [(1000 + zlib.crc32(p.encode()) % 31000, p) for p in _PIECE.findall(text)]
+
+
+def mix(seed: int, key: int) -> int:
+    """A generation seed derived from ``seed`` and a sampling key (``sampling_seed`` or a draw)."""
+    return zlib.crc32(f"{seed}:{key}".encode())
+
+
+def unit(seed: int, k: int) -> float:
+    """A deterministic draw in [0, 1) for output position ``k`` of the request seeded ``seed``."""
+    return zlib.crc32(f"u{seed}:{k}".encode()) / 2**32
 
 
 def render_chat(messages: Sequence[object]) -> str:

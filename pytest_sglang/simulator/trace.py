@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import json
 import time
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
-if TYPE_CHECKING:
-    from pytest_sglang.simulator.engine import Request
+from pytest_sglang.simulator.request import Request
 
 
 class Trace:
     def __init__(self, path: str | None) -> None:
-        self._file: IO[str] | None = open(path, "a", buffering=1) if path else None  # noqa: SIM115
+        self._file: IO[str] | None = open(path, "a", buffering=1) if path else None
         # time.time() - perf_counter(), to express perf times on the wall clock.
         self._offset = time.time() - time.perf_counter()
 

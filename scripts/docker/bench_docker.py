@@ -19,12 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "docker"))
 
-from dockerhelp import IMAGE, SIM_ARGS, host_volumes, sim_command  # noqa: E402
+from dockerhelp import IMAGE, SIM_ARGS, host_volumes, sim_command
 
-from pytest_sglang.errors import ServerExited  # noqa: E402
-from pytest_sglang.server import launch  # noqa: E402
-from pytest_sglang.server.config import DockerOptions, LaunchConfig  # noqa: E402
-from pytest_sglang.server.docker.runner import DockerRunner  # noqa: E402
+from pytest_sglang.errors import ServerExited
+from pytest_sglang.server import launch
+from pytest_sglang.server.config import DockerOptions, LaunchConfig
+from pytest_sglang.server.docker.runner import DockerRunner
 
 
 def _config(runner: str, *extra: str, memory: str | None = None) -> LaunchConfig:

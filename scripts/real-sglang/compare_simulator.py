@@ -13,6 +13,7 @@ families it lacks) are fidelity gaps. Exit status 1 when a critical difference e
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from collections.abc import Iterator
@@ -161,7 +162,7 @@ def sse_traits(events: list[Any]) -> dict[str, Any]:
     traits: dict[str, Any] = {"chunks>1": len(chunks) > 1}
     if chunks and "text" in chunks[0]:  # native /generate: cumulative text, meta_info each chunk
         texts = [c["text"] for c in chunks]
-        traits["cumulative text"] = all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False))
+        traits["cumulative text"] = all(b.startswith(a) for a, b in itertools.pairwise(texts))
         traits["finish_reason only in last"] = all(c["meta_info"].get("finish_reason") is None
                                                    for c in chunks[:-1])
     elif chunks:  # OpenAI: (chat: role first, content deltas), a separate finish chunk, usage

@@ -16,7 +16,7 @@ from pytest_sglang.server.docker.spec import LABEL_OWNER_PID, LABEL_RUN, RUN_ID
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = os.environ.get("PYTEST_SGLANG_TEST_IMAGE", "pytest-sglang/hostpython:local")
 #: Startup phases of the tiny profile at this scale take ~0.2 s: container start dominates.
-SIM_ARGS = ("--sim-profile", "tiny", "--sim-time-scale", "0.2")
+SIM_ARGS = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny", "--sim-time-scale", "0.2")
 
 LaunchFactory = Callable[..., LaunchConfig]
 

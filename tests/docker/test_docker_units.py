@@ -16,8 +16,10 @@ from pytest_sglang.server.docker.options import (
     IMAGE_HF_CACHE,
     format_size,
     gpu_device_requests,
+    parse_gpus_option,
     parse_size,
     parse_volume,
+    parse_volume_option,
     user_hf_cache,
     volume_bindings,
 )
@@ -26,6 +28,7 @@ from pytest_sglang.server.docker.spec import (
     LABEL_OWNER_PID,
     LABEL_PLUGIN,
     LABEL_RUN,
+    OWNED_FIELDS,
     RUN_ID,
     ContainerSpec,
     container_command,
@@ -59,26 +62,34 @@ def test_gpu_device_requests_are_valid_sdk_device_requests() -> None:
 
 @pytest.mark.parametrize("spec", ["0", "1,,2", "", "a b"])
 def test_gpu_spec_errors_name_option_value_and_fix(spec: str) -> None:
+    with pytest.raises(ValueError, match=r"0 GPUs is 'none'|not all, none, a count"):
+        gpu_device_requests(spec)  # the pure parser says what is wrong; its callers name the setting
     with pytest.raises(ConfigError) as info:
-        gpu_device_requests(spec)
+        parse_gpus_option(spec)  # the plugin's option row (configure time)
     text = str(info.value)
     assert text.startswith(f"--sglang-gpus={spec!r}: ")
     assert "Fix: give --sglang-gpus all, none, a count like 8, or device IDs like 0,1" in text
+    with pytest.raises(ConfigError) as info:
+        DockerOptions(gpus=spec)  # the engine's words
+    assert str(info.value).startswith(f"DockerOptions.gpus={spec!r}: ")
+    assert "Fix: give DockerOptions(gpus=...) all, none, a count like 8" in str(info.value)
 
 
 @pytest.mark.parametrize(("text", "n"), [("256m", 256 * 2**20), ("32g", 32 * 2**30), ("1.5g", 3 * 2**29),
                                          ("512MiB", 512 * 2**20), ("1024", 1024), ("64k", 65536)])
 def test_parse_size(text: str, n: int) -> None:
-    assert parse_size(text, option="--sglang-docker-memory") == n
+    assert parse_size(text) == n
 
 
 def test_size_errors_and_format() -> None:
-    with pytest.raises(ConfigError, match=r"^--sglang-shm-size='lots': not a size\. Fix: give "
-                                          r"--sglang-shm-size a size like 256m, 32g or 1\.5g$"):
-        parse_size("lots", option="--sglang-shm-size")
-    with pytest.raises(ConfigError, match="must be greater than 0"):
-        parse_size("0m", option="--sglang-docker-memory")
-    assert [format_size(parse_size(t, option="x")) for t in ("256m", "32g", "1536m", "1000")] == \
+    with pytest.raises(ConfigError, match=r"^DockerOptions\.shm_size='lots': not a size\. Fix: give "
+                                          r"DockerOptions\(shm_size=\.\.\.\) a size like 256m, 32g or 1\.5g$"):
+        DockerOptions(shm_size="lots")
+    with pytest.raises(ConfigError, match=r"^DockerOptions\.memory='0m': must be greater than 0"):
+        DockerOptions(memory="0m")
+    with pytest.raises(ValueError, match=r"^not a size$"):
+        parse_size("lots")
+    assert [format_size(parse_size(t)) for t in ("256m", "32g", "1536m", "1000")] == \
         ["256m", "32g", "1536m", "1000b"]
 
 
@@ -98,10 +109,15 @@ def test_parse_volume_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     (":/m", "expected SRC:DST[:ro]"),
 ])
 def test_invalid_volume_syntax(spec: str, problem: str) -> None:
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(ValueError) as info:
         parse_volume(spec)
+    assert str(info.value) == problem
+    with pytest.raises(ConfigError) as info:
+        parse_volume_option(spec)
     assert str(info.value) == (f"--sglang-volume={spec!r}: {problem}. Fix: write --sglang-volume SRC:DST or "
-                               "SRC:DST:ro, e.g. --sglang-volume /data/models:/models:ro")
+                               "SRC:DST:ro, e.g. /data/models:/models:ro")
+    with pytest.raises(ConfigError, match=rf"^DockerOptions\.volumes={spec!r}: "):
+        DockerOptions(volumes=(spec,))
 
 
 def test_hf_cache_is_mounted_where_the_image_expects_it(tmp_path: Path) -> None:
@@ -113,7 +129,12 @@ def test_hf_cache_is_mounted_where_the_image_expects_it(tmp_path: Path) -> None:
 
 
 def test_container_command_owns_host_and_port() -> None:
-    args = ["--model-path", "m", "--host", "127.0.0.1", "--port=4000", "--tp", "8"]
+    # Every spelling SGLang accepts is dropped: --host X, --port=N, and abbreviations (--ho, --po=N).
+    for given in (["--host", "127.0.0.1", "--port=4000"], ["--ho", "127.0.0.1", "--po=4000"]):
+        config = LaunchConfig(runner="docker", args=("--model-path", "m", *given, "--tp", "8"))
+        assert config.args_without(*OWNED_FIELDS) == ["--model-path", "m", "--tp", "8"]
+    args = LaunchConfig(runner="docker", args=("--model-path", "m", "--host", "127.0.0.1", "--port=4000", "--tp",
+                                               "8")).args_without(*OWNED_FIELDS)
     assert container_command(args, None, 30000) == [
         "python3", "-m", "sglang.launch_server", "--model-path", "m", "--tp", "8",
         "--host", "0.0.0.0", "--port", "30000"]
@@ -314,13 +335,32 @@ def test_host_alloc_really_allocates() -> None:
 
 
 def test_bad_pull_policy_is_a_config_error() -> None:
-    config = LaunchConfig(runner="docker", docker=DockerOptions(pull="sometimes"))
     with pytest.raises(ConfigError) as info:
-        DockerRunner().spec(config, 30000)
-    assert str(info.value) == ("--sglang-pull='sometimes': not a pull policy. Fix: use --sglang-pull always, "
-                               "missing (default) or never")
+        DockerOptions(pull="sometimes")
+    assert str(info.value) == ("DockerOptions.pull='sometimes': not a pull policy. Fix: give "
+                               "DockerOptions(pull=...) always, missing (default) or never")
 
 
 def test_logs_use_a_readable_rotated_driver() -> None:
     kwargs = create_kwargs(ContainerSpec(image="i", command=("c",), container_port=7))
     assert kwargs["log_config"] == {"type": "json-file", "config": {"max-size": "100m", "max-file": "3"}}
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["--sglang-gpus=0"], "ERROR: --sglang-gpus='0': a bare number is a GPU count and 0 GPUs is 'none'. "
+                          "Fix: give --sglang-gpus all, none, a count like 8, or device IDs like 0,1*"),
+    (["--sglang-shm-size=lots"], "ERROR: --sglang-shm-size='lots': not a size. Fix: give --sglang-shm-size a "
+                                 "size like 256m, 32g or 1.5g"),
+    (["--sglang-volume=/data"], "ERROR: --sglang-volume='/data': expected SRC:DST[[]:ro]. Fix: write "  # [[] is "["
+                                "--sglang-volume SRC:DST or SRC:DST:ro*"),
+    (["--sglang-docker-memory=64q"], "ERROR: --sglang-docker-memory='64q': not a size. Fix: give "
+                                     "--sglang-docker-memory a size like 256m, 32g or 1.5g"),
+])
+def test_bad_docker_options_are_usage_errors_at_start(pytester: pytest.Pytester, args: list[str],
+                                                      line: str) -> None:
+    """A typo in a docker option stops the run before any test, not once per test at launch."""
+    pytester.makepyfile("def test_never_runs(sglang_server):\n    raise AssertionError('must not run')\n")
+    result = pytester.runpytest("--sglang-runner=docker", "--sglang-launch=--model-path m", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([line])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()

@@ -11,6 +11,8 @@ def test_throughput_met(sglang_gate):
     assert sglang_gate["throughput"].passed
 
 
-@pytest.mark.sglang_capacity(verify_live=True)
+# Valid keywords (checked at collection), but the live check's load shape is beyond what the load
+# generator can open at once: a measurement that cannot be made is an ERROR in setup.
+@pytest.mark.sglang_capacity(min_concurrent_requests=100_000, avg_request_tokens=64, verify_live=True)
 def test_cannot_measure():
     pass

@@ -51,7 +51,9 @@ def test_passes_at_threshold_and_fails_one_above(info: dict[str, Any], kw: dict[
     above = {**kw, key: kw[key] + 1}
     outcome = evaluate_capacity(info, **above)
     assert not outcome.passed
-    assert outcome.message().startswith(f"sglang capacity gate failed: {metric} ")
+    # the headline names the keyword as written, then the figure measured
+    assert outcome.message().startswith(f"sglang capacity gate failed: {key}={kw[key] + 1}: measured ")
+    assert outcome.message().splitlines()[0].endswith(f"({metric})")
     with pytest.raises(AssertionError) as exc:
         assert_capacity(info, **above)
     assert str(exc.value) == outcome.message()
@@ -60,10 +62,10 @@ def test_passes_at_threshold_and_fails_one_above(info: dict[str, Any], kw: dict[
 def test_seed_message_names_measured_required_source_and_flags(info: dict[str, Any]) -> None:
     outcome = evaluate_capacity(seed_info(info, 116_171), min_total_tokens=231_120)
     lines = outcome.message().splitlines()
-    assert lines[0] == ("sglang capacity gate failed: max_total_num_tokens 116,171 tokens "
-                        "(required >= 231,120)")
-    assert lines[1] == ("  max_total_num_tokens: measured 116,171 tokens, required >= 231,120 tokens "
-                        "[/server_info internal_states[i].memory_usage.token_capacity]: FAILED")
+    assert lines[0] == ("sglang capacity gate failed: min_total_tokens=231120: measured 116,171 tokens "
+                        "(max_total_num_tokens)")
+    assert lines[1] == ("  min_total_tokens=231120: max_total_num_tokens measured 116,171 tokens, required "
+                        ">= 231,120 tokens [/server_info internal_states[i].memory_usage.token_capacity]: FAILED")
     assert lines[-1] == ("Fix: raise --mem-fraction-static (now 0.93: the GPU share for weights + KV pool); "
                          "--max-total-tokens only lowers it; estimate first with: "
                          "python -m pytest_sglang plan -- <launch args>")
@@ -111,11 +113,15 @@ def test_context_from_v1_models_is_bounded_by_the_pool(info: dict[str, Any]) -> 
 
 
 @pytest.mark.parametrize(("kw", "text"), [
-    ({"min_total_tokens": -1}, "sglang_capacity(min_total_tokens=...)=-1: must be a whole number >= 1. "
-                               "Fix: give min_total_tokens as a positive integer"),
-    ({"min_total_tokens": 1.5}, "sglang_capacity(min_total_tokens=...)=1.5: must be a whole number >= 1"),
-    ({"min_concurrent_requests": 50}, "sglang_capacity(min_concurrent_requests=...)=50: needs "
+    ({"min_total_tokens": -1}, "evaluate_capacity(min_total_tokens=-1): must be a whole number >= 1. "
+                               "Fix: give min_total_tokens a whole number >= 1, or leave it out"),
+    ({"min_total_tokens": 1.5}, "evaluate_capacity(min_total_tokens=1.5): must be a whole number >= 1, not float"),
+    ({"min_total_tokens": "4k"}, "evaluate_capacity(min_total_tokens='4k'): must be a whole number >= 1, not "
+                                 "the string '4k'"),
+    ({"min_concurrent_requests": 50}, "evaluate_capacity(min_concurrent_requests=50): needs "
                                       "avg_request_tokens"),
+    ({}, "evaluate_capacity(): checks nothing, so it would always pass. Fix: give at least one of "
+         "min_total_tokens, "),
 ])
 def test_bad_keywords_are_config_errors(info: dict[str, Any], kw: dict[str, Any], text: str) -> None:
     with pytest.raises(ConfigError) as exc:

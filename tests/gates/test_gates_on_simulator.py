@@ -17,7 +17,7 @@ from pytest_sglang.gates import capacity, hicache
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.server import LaunchConfig, SGLangServer, start_server
 
-BASE = ("--sim-profile", "tiny", "--max-total-tokens", "8192", "--enable-metrics")
+BASE = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny", "--max-total-tokens", "8192", "--enable-metrics")
 # Time scale 1 keeps prefill time (what the host tier saves) well above HTTP overhead; tiny starts in ~1 s.
 HICACHE_ON = (*BASE, "--enable-hierarchical-cache", "--hicache-ratio", "4")
 # The live capacity checks decode 512 tokens per request: compress time so that takes ~0.5 s.

@@ -88,7 +88,10 @@ def test_unknown_size_exits_2_and_names_the_flags(capsys: pytest.CaptureFixture[
     (["--", "--tp-size", "abc"], "plan launch args='--tp-size abc': SGLang would reject these launch args"),
     (["--", "--pp", "2"], "ambiguous option: --pp"),
     (["--", "--tp-size", "8", "--sim-profile", "nope"],
-     "--sim-profile='nope': --sim-profile 'nope' is not a simulator profile"),
+     "plan launch args='--tp-size 8 --sim-profile nope': the simulator would reject these launch args "
+     "(argument --sim-profile: invalid choice: 'nope' (choose from"),
+    (["--", "--sim-prof", "tiny", "--sim-gpu-memory-gb", "lots"],  # the simulator's own abbreviations
+     "(argument --sim-gpu-memory-gb: invalid number: 'lots')"),
 ])
 def test_bad_input_exits_2_with_the_flag_value_and_fix(capsys: pytest.CaptureFixture[str], argv: list[str],
                                                         message: str) -> None:

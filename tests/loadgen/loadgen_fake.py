@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,21 @@ class FakeBehaviour:
     #: Tokens to produce = requested + this (to exercise token-count checks).
     extra_tokens: int = 0
     metrics: bool = True
+    #: Send SGLang's cumulative ``output_ids`` in every chunk.
+    ids: bool = False
+    #: After this many tokens, stop sending and hold the stream open (a stalled server).
+    stall_after: int | None = None
+    #: Claim this many ``completion_tokens`` in every chunk, whatever was sent.
+    claim: int | None = None
+    #: Send this many tokens fewer than asked for, while claiming (and finishing as if) all were sent.
+    lie_short: int = 0
+    #: Raw bytes written after ``data: [DONE]``.
+    after_done: bytes = b""
+    #: The error message of a non-200 answer; with ``endless_error`` the body never ends.
+    error_message: str = "The request queue is full."
+    endless_error: bool = False
+    #: Write one ``data:`` line of this many bytes with no newline, then hold the stream open.
+    long_line: int | None = None
 
 
 @dataclass
@@ -40,6 +55,36 @@ class FakeServer:
     in_flight: int = 0
     max_in_flight: int = 0
     flushes: int = 0
+    #: Stop accepting connections (as a server that died); requests then meet "connection refused".
+    stop_listening: Callable[[], None] = lambda: None
+
+
+async def _hold(request: web.Request) -> None:
+    """Keep the stream open without sending, until the client hangs up (aiohttp does not cancel
+    handlers on disconnect)."""
+    while request.transport is not None and not request.transport.is_closing():
+        await asyncio.sleep(0.02)
+
+
+def _chunk(b: FakeBehaviour, body: dict[str, Any], n: int, want: int) -> dict[str, Any]:
+    fr = {"type": "length", "length": n} if n == want else None
+    meta = {"completion_tokens": n + b.lie_short if b.claim is None else b.claim, "finish_reason": fr,
+            "prompt_tokens": len(body.get("input_ids", []))}
+    chunk: dict[str, Any] = {"text": "x" * n}
+    if b.ids:
+        chunk["output_ids"] = [100 + i for i in range(n)]
+    chunk["meta_info"] = meta
+    return chunk
+
+
+async def _error(request: web.Request, b: FakeBehaviour) -> web.StreamResponse:
+    if not b.endless_error:
+        return web.json_response({"error": {"message": b.error_message}}, status=b.status)
+    resp = web.StreamResponse(status=b.status, headers={"Content-Type": "text/plain"})
+    await resp.prepare(request)
+    while True:  # until the client hangs up
+        await resp.write(b"overloaded " * 1000)
+        await asyncio.sleep(0)
 
 
 def _app(state: FakeServer) -> web.Application:
@@ -69,32 +114,32 @@ def _app(state: FakeServer) -> web.Application:
         if b.require_key and request.headers.get("Authorization") != f"Bearer {b.require_key}":
             return web.json_response({"error": "Unauthorized"}, status=401)
         if b.status != 200:
-            return web.json_response({"error": {"message": "The request queue is full."}}, status=b.status)
-        want = body["sampling_params"]["max_new_tokens"] + b.extra_tokens
+            return await _error(request, b)
+        want = body["sampling_params"]["max_new_tokens"] + b.extra_tokens - b.lie_short
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream; charset=utf-8"})
         await resp.prepare(request)
         state.in_flight += 1
         state.max_in_flight = max(state.max_in_flight, state.in_flight)
         try:
+            if b.long_line is not None:
+                await resp.write(b"data: " + b"x" * b.long_line)
+                await _hold(request)
+                return resp
             n = 0
             while n < want:
                 await asyncio.sleep(b.step_s)
+                if b.stall_after is not None and n >= b.stall_after:
+                    await _hold(request)
+                    return resp
                 n = min(want, n + b.tokens_per_chunk)
                 if b.drop_after is not None and n > b.drop_after:
                     assert request.transport is not None
                     request.transport.close()
                     return resp
-                fr = {"type": "length", "length": n} if n == want else None
-                chunk = {
-                    "text": "x" * n,
-                    "meta_info": {
-                        "completion_tokens": n,
-                        "finish_reason": fr,
-                        "prompt_tokens": len(body.get("input_ids", [])),
-                    },
-                }
-                await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-            await resp.write(b"data: [DONE]\n\n")
+                await resp.write(b"data: " + json.dumps(_chunk(b, body, n, want)).encode() + b"\n\n")
+            await resp.write(b"data: [DONE]\n\n" + b.after_done)
+        except ConnectionResetError:  # the client hung up (cancelled, timed out): nothing to answer
+            pass
         finally:
             state.in_flight -= 1
         return resp
@@ -122,6 +167,7 @@ def fake_server() -> Iterator[FakeServer]:
         port = runner.addresses[0][1]
         state.url = f"http://127.0.0.1:{port}"
         holder["runner"] = runner
+        holder["site"] = site
         ready.set()
 
     def serve() -> None:
@@ -131,6 +177,18 @@ def fake_server() -> Iterator[FakeServer]:
         loop.run_until_complete(holder["runner"].cleanup())
         loop.close()
 
+    async def die() -> None:
+        await holder["site"].stop()
+        server = holder["runner"].server
+        assert server is not None
+        for handler in server.connections:  # as the kernel resets a dead process's connections
+            if handler.transport is not None:
+                handler.transport.abort()
+
+    def stop_listening() -> None:
+        asyncio.run_coroutine_threadsafe(die(), loop).result(10)
+
+    state.stop_listening = stop_listening
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     assert ready.wait(10)

@@ -144,3 +144,23 @@ def test_dispatched_by_package_main() -> None:
     assert proc.returncode == 0
     assert proc.stdout.startswith("usage: python -m pytest_sglang load")
     assert "--request-rate R" in proc.stdout
+
+
+def test_load_timeout_stops_a_stalled_load(fake_server: FakeServer, capsys: pytest.CaptureFixture[str]) -> None:
+    fake_server.behaviour.stall_after = 1
+    code = main(["--url", fake_server.url, "--concurrency", "2", *BASE, "--warmup", "0", "--load-timeout", "0.5",
+                 "--timeout", "30"])  # --timeout: the old name of --request-timeout
+    assert code == 1
+    text = capsys.readouterr().out
+    assert "  timeout:                               2         " in text
+    assert "Requests not sent:                       2         " in text
+    assert "stopped early: the load's deadline load_timeout_s=0.5 s passed: 2 requests sent, 2 not sent" in text
+
+
+def test_ctrl_c_exits_130_with_a_word(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("pytest_sglang.cli.load.run_load", interrupted)
+    assert main(["--url", "http://127.0.0.1:9", "--concurrency", "1", *BASE]) == 130
+    assert capsys.readouterr().err.strip() == "interrupted: the load was stopped and every request in flight cancelled"

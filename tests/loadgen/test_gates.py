@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -47,7 +48,7 @@ def test_floors_pass_and_fail_with_measured_vs_floor() -> None:
     msg = bad.message()
     assert (
         msg.splitlines()[0]
-        == "sglang throughput gate failed: output_throughput 850.0 tok/s (required >= 900)"
+        == "sglang throughput gate failed: min_output_tok_s=900: measured 850.0 tok/s (output_throughput)"
     )
     assert (
         "load: 10 requests, concurrency=4, input_len=1024, output_len=128, api=native, dataset=random-ids"
@@ -62,7 +63,7 @@ def test_error_rate_default_zero_fails_on_any_integrity_failure() -> None:
     outcome = evaluate_throughput(result(failed=2))
     assert not outcome.passed
     msg = outcome.message()
-    assert "error_rate: measured 0.1667, required <= 0" in msg
+    assert "max_error_rate=0.0: error_rate measured 0.1667, required <= 0" in msg
     assert "failures: request 0: truncated: stream ended without [DONE] after 3 tokens" in msg
     assert evaluate_throughput(result(failed=2), max_error_rate=0.2).passed
 
@@ -148,7 +149,7 @@ def test_slo_below_min_concurrency_fails() -> None:
     assert not outcome.passed
     assert outcome.checks[0].measured == 2
     assert outcome.message().splitlines()[0] == (
-        "sglang slo gate failed: max_concurrency_meeting_slo 2 concurrent requests (required >= 8)"
+        "sglang slo gate failed: min_concurrency=8: measured 2 concurrent requests (max_concurrency_meeting_slo)"
     )
 
 
@@ -166,3 +167,42 @@ def test_slo_needs_a_ceiling() -> None:
         "sglang_slo='no ceiling': needs at least one latency ceiling. Fix: give "
         "max_ttft_ms_p99=, max_itl_ms_p99=, max_tpot_ms_median= or max_e2e_ms_p99="
     )
+
+
+def test_integrity_failures_lead_without_capacity_advice() -> None:
+    outcome = evaluate_throughput(result(out_tok_s=10.0, failed=2), min_output_tok_s=900)
+    assert [c.metric for c in outcome.checks] == ["error_rate", "output_throughput"]
+    msg = outcome.message()
+    assert msg.splitlines()[0] == (
+        "sglang throughput gate failed: max_error_rate=0.0: measured 0.1667 (error_rate); "
+        "min_output_tok_s=900: measured 10 tok/s (output_throughput)"
+    )
+    assert msg.splitlines()[-1] == "Fix: read the failed requests' reasons above (integrity is always checked)"
+
+
+def test_protocol_breaks_get_their_own_remedy() -> None:
+    r = result(failed=1)
+    r.errors = {"token_mismatch": 1}
+    assert evaluate_throughput(r).message().splitlines()[-1] == (
+        "Fix: the server's stream broke its own protocol (see the failures above): check the server version, "
+        "or a proxy between it and the client"
+    )
+
+
+def test_slo_levels_carry_the_timeouts_and_the_budget_is_their_deadline() -> None:
+    ctx = FakeCtx()
+    slo_marker(ctx, max_ttft_ms_p99=200, min_concurrency=4, request_timeout_s=5, time_budget_s=30, max_requests=10_000)
+    assert ctx.specs and all(s.request_timeout_s == 5 for s in ctx.specs)
+    assert all(s.load_timeout_s is not None and 0 < s.load_timeout_s <= 30 for s in ctx.specs)
+
+
+def test_slo_level_cut_by_the_budget_is_not_judged() -> None:
+    class Slow(FakeCtx):
+        def _load(self, spec: LoadSpec) -> LoadResult:
+            time.sleep(spec.load_timeout_s or 0)  # the load runs into its deadline
+            return LoadResult(spec=spec, completed=1, failed=1, errors={"timeout": 1}, not_sent=spec.requests - 2)
+
+    outcome = slo_marker(Slow(), max_ttft_ms_p99=200, min_concurrency=4, time_budget_s=0.2)
+    assert outcome.context["curve"] == {}
+    assert outcome.context["search"].endswith("stopped: time budget of 0.2 s ran out during concurrency 4")
+    assert outcome.checks[0].measured == 0

@@ -106,3 +106,19 @@ def test_unreachable_url_fails_fast() -> None:
     msg = str(info.value)
     assert msg.startswith(f"cannot reach the SGLang server at {url}: connection refused")
     assert msg.endswith("Fix: check the URL (host, port, http/https) and that the server is running.")
+
+
+def test_processes_send_back_bounded_records(fake_server: FakeServer) -> None:
+    spec = LoadSpec(requests=150, concurrency=4, processes=2, max_records=40, **FAST)
+    result = run_load(fake_server.url, spec)
+    assert result.completed == 150 and result.total_output_tokens == 150 * 6
+    assert len(result.records) <= 40 and result.percentile_sample == len(result.records)
+    assert result.median_itl_ms > 0
+
+
+def test_processes_stop_at_the_load_deadline(fake_server: FakeServer) -> None:
+    fake_server.behaviour.stall_after = 1
+    spec = LoadSpec(requests=100, concurrency=2, processes=2, load_timeout_s=6.0, **FAST)
+    result = run_load(fake_server.url, spec)
+    assert result.errors == {"timeout": 2} and result.not_sent == 98
+    assert "load_timeout_s=6 s passed" in result.stopped

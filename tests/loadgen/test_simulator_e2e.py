@@ -51,7 +51,7 @@ def test_floors_pass_and_fail_where_they_should(sim_url: str) -> None:
     assert evaluate_throughput(result, min_output_tok_s=0.4 * model, max_itl_ms_p99=200).passed
     failing = evaluate_throughput(result, min_output_tok_s=3 * model)
     assert not failing.passed
-    assert failing.message().startswith("sglang throughput gate failed: output_throughput ")
+    assert failing.message().startswith("sglang throughput gate failed: min_output_tok_s=")
     assert "server view (/metrics peaks): running " in failing.message()
 
 
@@ -102,7 +102,7 @@ def test_slo_search_finds_the_running_request_cap(sim_factory: Any) -> None:
     failing = slo_marker(ctx, max_ttft_ms_p99=120, min_concurrency=8, input_len=32, output_len=24)
     assert not failing.passed
     assert failing.message().startswith(
-        "sglang slo gate failed: max_concurrency_meeting_slo 4 concurrent requests (required >= 8)"
+        "sglang slo gate failed: min_concurrency=8: measured 4 concurrent requests (max_concurrency_meeting_slo)"
     )
 
 

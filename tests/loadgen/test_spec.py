@@ -31,7 +31,7 @@ from pytest_sglang.loadgen.datasets import build_prompts
         ),
         (
             {"request_rate": 0.0},
-            "LoadSpec.request_rate=0.0: must be > 0 requests/s. Fix: give a positive rate, or "
+            "LoadSpec.request_rate=0.0: must be a finite number > 0 requests/s. Fix: give a positive rate, or "
             "None for all requests at once",
         ),
         (

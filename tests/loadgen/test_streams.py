@@ -82,7 +82,8 @@ def test_openai_usage_chunk_gives_server_count_and_checks_it() -> None:
 
 
 def test_in_band_error_object_fails_request() -> None:
-    events = capture("generate_stream.txt")[:2] + [
+    events = [
+        *capture("generate_stream.txt")[:2],
         (0.05, b'{"error":{"message":"boom","type":"invalid_request_error","code":400}}'),
         (0.06, b"[DONE]"),
     ]
@@ -97,7 +98,7 @@ def test_cut_off_stream_without_done_is_truncated() -> None:
 
 
 def test_done_without_finish_reason_is_truncated() -> None:
-    rec = read("native", capture("generate_stream.txt")[:3] + [(0.1, b"[DONE]")], 8)
+    rec = read("native", [*capture("generate_stream.txt")[:3], (0.1, b"[DONE]")], 8)
     assert rec.error_kind == "truncated" and "finish_reason" in (rec.error or "")
 
 

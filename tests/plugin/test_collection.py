@@ -90,3 +90,50 @@ def test_missing_server_command_names_the_option(pytester: pytest.Pytester) -> N
         "Fix: check --sglang-command and --sglang-python (ini sglang_command / sglang_python), or install "
         "SGLang in that interpreter.",
     ], consecutive=True)
+
+
+def test_bad_marker_keywords_are_usage_errors_before_any_server_work(pytester: pytest.Pytester) -> None:
+    pytester.copy_example("test_marker_bad_keywords.py")
+    # A launch that could never start: the usage error must come first (nothing is launched). pytest's
+    # own unknown-marker warning is ignored, as in a project that does not turn warnings into errors.
+    result = pytester.runpytest("--sglang-launch=--model-path x", "--sglang-command=/nonexistent/sglang",
+                                "-W", "ignore::pytest.PytestUnknownMarkWarning")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    prefix = "test_marker_bad_keywords.py::"
+    result.stderr.fnmatch_lines([
+        "ERROR: invalid pytest-sglang marker:",
+        f"{prefix}test_rate_as_text: @pytest.mark.sglang_throughput(max_error_rate='1%'): must be a number "
+        "from 0 to 1 (a fraction: 0.01 = 1%), not the string '1%'. Fix: write max_error_rate=0.01",
+        f"{prefix}test_rate_as_percent: @pytest.mark.sglang_throughput(max_error_rate=5): must be a number "
+        "from 0 to 1 (a fraction: 0.01 = 1%). Fix: write max_error_rate=0.05",
+        f"{prefix}test_negative_floor: @pytest.mark.sglang_throughput(min_output_tok_s=-100): must be a "
+        "number > 0. Fix: give min_output_tok_s a number > 0, or leave it out",
+        f"{prefix}test_nan_ceiling: @pytest.mark.sglang_throughput(max_ttft_ms_p99=nan): must be a number > 0, "
+        "not nan. Fix: *",
+        f"{prefix}test_bool_as_number: @pytest.mark.sglang_capacity(min_total_tokens=True): must be a whole "
+        "number >= 1, not a bool. Fix: *",
+        f"{prefix}test_no_threshold: @pytest.mark.sglang_capacity(): checks nothing, so it would always pass. "
+        "Fix: give at least one of min_total_tokens, min_running_requests, min_context_length, "
+        "min_concurrent_requests",
+        f"{prefix}test_unknown_choice: @pytest.mark.sglang_hicache(write_policy='write_thru'): must be one of "
+        "write_back, write_through, write_through_selective (SGLang 0.5.23's --hicache-write-policy "
+        "choices). Fix: write write_policy='write_through' (the closest choice)",
+        f"{prefix}test_gain_without_workload: @pytest.mark.sglang_hicache(min_gain=1.5, effective=False): "
+        "needs effective=True *",
+        f"{prefix}test_misspelt_marker: @pytest.mark.sglang_throughtput is not a pytest-sglang marker "
+        "(did you mean @pytest.mark.sglang_throughput?); the markers are sglang_capacity, sglang_hicache, "
+        "sglang_throughput, sglang_slo",
+        "See https://*#markers",
+    ], consecutive=True)
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_bad_marker_in_an_xdist_worker_errors_that_test_only(pytester: pytest.Pytester) -> None:
+    # A worker cannot raise a usage error (it would crash): the test errors with the same message.
+    pytester.copy_example("test_marker_bad_keywords.py")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "1", "-k",
+                                           "misspelt_marker or rate_as_text or unmarked",
+                                           "-W", "ignore::pytest.PytestUnknownMarkWarning")
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines([
+        "*invalid pytest-sglang marker: @pytest.mark.sglang_throughtput is not a pytest-sglang marker*"])

@@ -60,7 +60,7 @@ def test_failing_requests_fail_the_throughput_gate(pytester: pytest.Pytester) ->
     result = pytester.runpytest_subprocess("--sglang-simulate",
                                            f"--sglang-launch={SIM_LAUNCH} --sim-fault error-rate:1")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["sglang throughput gate failed: *error_rate 1 (required <= 0)",
+    result.stdout.fnmatch_lines(["sglang throughput gate failed: max_error_rate=0.0: measured 1 (error_rate)*",
                                  "  integrity: 0/6 completed; failed by kind: *http_500*"])
 
 

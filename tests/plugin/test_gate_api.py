@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -10,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from filelock import FileLock, Timeout
 from plugin_helpers import SIM_LAUNCH
 
 from pytest_sglang.gates import hicache
@@ -89,13 +89,12 @@ def test_recorded_outcome_is_reported_and_judged(pytester: pytest.Pytester) -> N
 
 
 def _held_elsewhere(path: str) -> bool:
-    with open(path, "a") as other:
-        try:
-            fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(other.fileno(), fcntl.LOCK_UN)
-        return False
+    """Whether another holder has the lock file (a second lock object opens its own handle)."""
+    try:
+        with FileLock(path, timeout=0):
+            return False
+    except Timeout:
+        return True
 
 
 def test_load_lock_is_public_and_used_by_the_hicache_workload(tmp_path: Path) -> None:
@@ -121,3 +120,14 @@ def test_reaping_covers_containers_only_with_the_docker_runner(monkeypatch: pyte
     pool = ServerPool(SimpleNamespace(), resolved, worker_input=None)  # type: ignore[arg-type]
     pool.reap_dead_runs()
     assert calls == [{"docker": docker}]
+
+
+def test_load_fields_are_checked_by_name_before_any_load(tmp_path: Path) -> None:
+    runner = LoadRunner(server=None, lock_path=str(tmp_path / "load.lock"), item=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^sglang_load\(\) has no field 'concurency' \(did you mean "
+                                        r"'concurrency'\?\); LoadSpec fields: requests, concurrency, "):
+        runner(concurency=2)
+    from pytest_sglang.loadgen import LoadSpec
+
+    with pytest.raises(TypeError, match=r"give either a LoadSpec or LoadSpec fields, not both"):
+        runner(LoadSpec(), requests=2)

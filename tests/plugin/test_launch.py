@@ -43,8 +43,10 @@ def test_capacity_marker_pass_fail_and_records(pytester: pytest.Pytester) -> Non
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*_ test_capacity_unmet _*",
-        "sglang capacity gate failed: max_total_num_tokens 61,472 tokens (required >= 1,000,000,000,000)",
-        "  max_total_num_tokens: measured 61,472 tokens, required >= 1,000,000,000,000 tokens *: FAILED",
+        "sglang capacity gate failed: min_total_tokens=1000000000000: measured 61,472 tokens "
+        "(max_total_num_tokens)",
+        "  min_total_tokens=1000000000000: max_total_num_tokens measured 61,472 tokens, required >= "
+        "1,000,000,000,000 tokens *: FAILED",
     ], consecutive=True)
     result.stdout.fnmatch_lines(["Fix: raise --mem-fraction-static*",
                                  "FAILED test_capacity_marker.py::test_capacity_unmet - GateFailed: sglang*"])
@@ -82,8 +84,8 @@ def test_throughput_marker_and_measurement_error(pytester: pytest.Pytester) -> N
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines([
         "*ERROR at setup of test_cannot_measure*",
-        "@pytest.mark.sglang_capacity could not measure: ConfigError: "
-        "sglang_capacity(verify_live=True)=True: needs min_concurrent_requests and avg_request_tokens*",
+        "@pytest.mark.sglang_capacity could not measure: ConfigError: LoadSpec.concurrency=100000: is more "
+        "than the limit of 65,536*",
     ])
     root = ET.parse(pytester.path / "junit.xml").getroot()
     names = [p.get("name") for p in root.iter("property")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,43 @@ def test_api_key_not_in_start_failure(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, errors=2)
     result.stdout.fnmatch_lines(["Last * lines of *sglang-*.log:"])  # the tail is shown, scrubbed
     assert KEY not in result.stdout.str() + result.stderr.str() + _all_text(pytester.path)
+
+
+ABBREVIATED = "sk-abbrev-never-shown-90e1"
+PWD_VALUE = "pwd-never-shown-3c7d"
+CONFIG_REPR_TEST = """
+def test_config_in_a_failing_assertion(sglang_server):
+    assert sglang_server.config.runner == "docker", sglang_server.config
+"""
+
+
+def test_abbreviated_launch_key_is_masked_everywhere_and_authenticates(pytester: pytest.Pytester) -> None:
+    """SGLang reads ``--api-ke K`` as ``--api-key K``: so does the plugin (masking, and the Bearer token)."""
+    pytester.copy_example("test_server_basic.py")
+    pytester.makepyfile(test_config_repr=CONFIG_REPR_TEST)
+    log_dir = pytester.path / "logs"
+    result = pytester.runpytest_subprocess(
+        "--sglang-simulate", f"--sglang-launch={SIM_LAUNCH} --api-ke {ABBREVIATED}",
+        f"--sglang-env=MYSQL_PWD={PWD_VALUE}", f"--sglang-log-dir={log_dir}", "--junitxml=junit.xml",
+        "--sglang-report=report.json", "-v", "-rA")
+    # The server enforces the key: the two server tests pass only if the plugin sends it.
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["sglang: launch args: --model-path sim/tiny-llama * --api-ke ***",
+                                 "*AssertionError: LaunchConfig(runner='simulator', args=(*'--api-ke', '***')*"])
+    logs = list(log_dir.glob("sglang-*.log"))
+    assert any("'api_key': '***'" in log.read_text() for log in logs)  # SGLang's server_args line, after stop
+    for text in (result.stdout.str(), result.stderr.str(), _all_text(pytester.path)):
+        assert ABBREVIATED not in text
+        assert PWD_VALUE not in text
+
+
+def test_key_given_only_in_the_command_is_masked_and_used(pytester: pytest.Pytester) -> None:
+    pytester.copy_example("test_server_basic.py")
+    log_dir = pytester.path / "logs"
+    result = pytester.runpytest_subprocess(
+        "--sglang-simulate", f"--sglang-launch={SIM_LAUNCH}",
+        f"--sglang-command={sys.executable} -m pytest_sglang.simulator --api-key={ABBREVIATED}",
+        f"--sglang-log-dir={log_dir}", "--junitxml=junit.xml", "-v", "-rA")
+    result.assert_outcomes(passed=2)
+    assert any("'api_key': '***'" in log.read_text() for log in log_dir.glob("sglang-*.log"))
+    assert ABBREVIATED not in result.stdout.str() + result.stderr.str() + _all_text(pytester.path)

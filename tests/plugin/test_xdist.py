@@ -47,18 +47,32 @@ def test_factory_in_a_worker_says_why_not(pytester: pytest.Pytester, monkeypatch
     assert not (pytester.path / "launches.txt").exists()
 
 
-def test_load_tests_never_overlap_across_workers(pytester: pytest.Pytester) -> None:
+def test_load_tests_never_overlap_across_workers(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both workers ask for a load at once (a barrier in the inner test); the server's own trace shows
+    the requests one at a time. The timing figures (start skew, time waited) are in
+    benchmarks/bench_xdist_lock.py: a busy machine may delay a worker, which is not a failure."""
     pytester.copy_example("test_lock_overlap.py")
+    trace = pytester.path / "trace.jsonl"
+    monkeypatch.setenv("LOCK_DIR", str(pytester.path))
     result = pytester.runpytest_subprocess(
-        "-n", "2", "--sglang-simulate",
-        "--sglang-launch=--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.05 "
-        "--sim-decode-step-ms 200")
+        "-n", "2", "--dist", "each", "--sglang-simulate",
+        f"--sglang-launch={SIM_LAUNCH} --sim-decode-step-ms 20 --sim-trace {trace}")
     result.assert_outcomes(passed=2)
-    runs = [json.loads((pytester.path / f"load-{n}.json").read_text()) for n in range(2)]
-    assert min(r["duration"] for r in runs) > 0.2, runs  # long enough for an overlap to show
-    # Started together on two workers: the later one waited for the lock, so its call spans both loads.
-    total = sum(r["duration"] for r in runs)
-    assert max(r["waited_and_ran_s"] for r in runs) >= 0.95 * total, runs
+    assert len(list(pytester.path.glob("load-gw*.json"))) == 2  # both loads ran
+    requests = [r for r in map(json.loads, trace.read_text().splitlines()) if r["event"] == "request"]
+    assert len(requests) == 6  # 3 per load, no warmup
+    assert max_in_flight(requests) == 1, requests  # concurrency=1 each: any overlap of the loads shows as 2
+
+
+def max_in_flight(requests: list[dict[str, float]]) -> int:
+    """The most requests the server held at once (arrival to last token, its own clock)."""
+    edges = sorted([(r["arrival_perf"], 1) for r in requests] + [(r["last_token_perf"], -1) for r in requests],
+                   key=lambda edge: (edge[0], edge[1]))  # an end and a start at the same instant: end first
+    held = peak = 0
+    for _, step in edges:
+        held += step
+        peak = max(peak, held)
+    return peak
 
 
 def test_marker_typo_under_xdist_is_an_error_not_a_crash(pytester: pytest.Pytester) -> None:

@@ -53,7 +53,7 @@ def test_torchvision_patch_guards_every_fake_registration_once() -> None:
 
 def test_torchvision_patch_refuses_an_unknown_layout() -> None:
     patcher = _load("patch_torchvision", SCRIPTS / "patch_torchvision.py")
-    with pytest.raises(SystemExit, match="anchor .* not found"):
+    with pytest.raises(SystemExit, match=r"anchor .* not found"):
         patcher.patch("import torch\n\n@torch.library.register_fake('x::y')\ndef f(): ...\n")
 
 
@@ -75,7 +75,7 @@ def test_sgl_kernel_stand_in_imports_anything_and_refuses_to_run(monkeypatch: py
 
     with pytest.raises(NotImplementedError, match="'fused_add_rmsnorm_cpu' has no CPU implementation"):
         fused_add_rmsnorm_cpu(1, 2)
-    with pytest.raises(NotImplementedError, match="'ops.silu_and_mul'"):
+    with pytest.raises(NotImplementedError, match=r"'ops.silu_and_mul'"):
         shim.ops.silu_and_mul()
     with pytest.raises(AttributeError):
         shim.__wrapped__  # noqa: B018 - dunder probes (inspect, importlib) must stay real misses

@@ -16,7 +16,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for option in settings.OPTIONS:
         monkeypatch.delenv(option.env, raising=False)
-    for name in ("SGLANG_API_KEY", "GITHUB_STEP_SUMMARY", "SYNTH_TPUT", "SYNTH_GPU", "SYNTH_TOKENS"):
+    for name in ("SGLANG_API_KEY", "GITHUB_STEP_SUMMARY", "SYNTH_TPUT", "SYNTH_GPU", "SYNTH_TOKENS", "SYNTH_ARGS",
+                 "SYNTH_MODEL"):
         monkeypatch.delenv(name, raising=False)
 
 

@@ -107,11 +107,11 @@ def test_html_cdf_falls_back_to_percentiles_and_skips_failed_runs() -> None:
     assert "No server identity recorded." in page and "no startup phases recorded" in page
 
 
-def _write(tmp_path: Path, name: str, tput: float, gpu: str = "H100") -> Path:
+def _write(tmp_path: Path, name: str, tput: float, gpu: str = "H100", **identity: object) -> Path:
     tests = sample.tests()
     tests[2].loads = [sample.load(8, tput)]
     path = tmp_path / name
-    json_report.write_json(json_report.build_report(tests, sample.identity(gpu_model=gpu)), path)
+    json_report.write_json(json_report.build_report(tests, sample.identity(gpu_model=gpu, **identity)), path)
     return path
 
 
@@ -141,7 +141,7 @@ def test_compare_cli_compares_capacity_figures(tmp_path: Path, capsys: pytest.Ca
     tests = sample.tests()
     tests[0].gates = [sample.capacity_outcome(tokens=3000)]
     small = tmp_path / "small.json"
-    json_report.write_json(json_report.build_report(tests, sample.identity()), small)
+    json_report.write_json(json_report.build_report(tests, sample.identity(gpu_model="H100")), small)
     assert dispatch(["compare", str(old), str(small), "--max-regression", "max_total_num_tokens:10%"]) == 1
     out = capsys.readouterr().out
     assert re.search(
@@ -155,13 +155,25 @@ def test_compare_cli_compares_capacity_figures(tmp_path: Path, capsys: pytest.Ca
 def test_compare_cli_fingerprint_warns_or_fails_strict(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    old, other = _write(tmp_path, "old.json", 900.0), _write(tmp_path, "a100.json", 900.0, gpu="A100")
-    assert dispatch(["compare", str(old), str(other)]) == 0
-    assert (
-        "fingerprint DIFFERS (warning):\n  - gpu_model: 'H100' (baseline) != 'A100' (this run)"
-        in capsys.readouterr().out
-    )
+    old, other = _write(tmp_path, "old.json", 900.0), _write(tmp_path, "a100.json", 500.0, gpu="A100")
+    assert dispatch(["compare", str(old), str(other)]) == 0  # 44% slower, but on another GPU: not compared
+    out = capsys.readouterr().out
+    assert out.endswith(
+        "NOT COMPARED: measured on another setup (warning):\n  - gpu_model: 'H100' (baseline) != 'A100' (this run)\n")
     assert dispatch(["compare", str(old), str(other), "--strict"]) == 1
+
+
+def test_compare_cli_compares_a_candidate_and_names_what_it_changes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = _write(tmp_path, "old.json", 900.0)
+    args = ["--model-path", "m", "--tp", "2", "--api-key", "***", "--sim-time-scale", "3"]
+    slow = _write(tmp_path, "slow.json", 300.0, launch_args=args, sglang_version="0.5.24")
+    assert dispatch(["compare", str(old), str(slow), "--max-regression", "output_throughput:5%"]) == 1
+    out = capsys.readouterr().out
+    assert "candidate vs baseline: sglang_version: 0.5.23 -> 0.5.24\n" in out
+    assert "candidate vs baseline: launch_args: (none) -> --sim-time-scale 3\n" in out
+    assert re.search(r"output_throughput +900\.0 -> 300\.0 \(-66\.7%\) +>= 855\.0 REGRESSED", out), out
 
 
 def test_cdf_points_are_percent_ranks_and_long_runs_are_thinned() -> None:
@@ -172,3 +184,55 @@ def test_cdf_points_are_percent_ranks_and_long_runs_are_thinned() -> None:
     assert len(thinned) == 400
     assert thinned[0] == (0.0, 0.01) and thinned[-1] == (9999.0, 100.0)
     assert [x for x, _ in thinned] == sorted(x for x, _ in thinned)
+
+
+def _passing() -> list[records.TestRecord]:
+    return [t for t in sample.tests() if t.outcome == "passed"]
+
+
+def test_candidate_changes_are_shown_in_every_output(tmp_path: Path) -> None:
+    from pytest_sglang.report.baseline import BaselineContext, parse_limits
+    from pytest_sglang.report.fingerprint import fingerprint
+
+    base = BaselineContext("prod.json", {"tests": [], "fingerprint": fingerprint(sample.identity())},
+                           parse_limits(None))
+    candidate = sample.identity(launch_args=["--tp", "2", "--api-key", "***", "--page-size", "64"])
+    report = json_report.build_report(_passing(), candidate, baseline=base.summary(fingerprint(candidate)))
+    assert json_report.validation_errors(report) == []
+    assert report["baseline"]["candidate_changes"] == [
+        {"field": "launch_args", "baseline": "(none)", "candidate": "--page-size 64"}]
+    line = "candidate vs baseline: launch_args: (none) -> --page-size 64"
+    assert ["baseline candidate compared (same model, GPU and host)", "         prod.json", f"  {line}"] == [
+        ln for ln in terminal.render(report) if "baseline" in ln or "prod.json" in ln][:3]
+    assert "- candidate vs baseline: launch_args: `(none)` -> `--page-size 64`" in markdown.render(report)
+    assert ("<li>candidate vs baseline: launch_args: <code>(none)</code> -&gt; <code>--page-size 64</code></li>"
+            in html.render(report))
+
+
+def test_an_interrupted_run_never_says_passed(tmp_path: Path) -> None:
+    report = json_report.build_report(_passing(), sample.identity(), exitstatus=2, interrupted=True)
+    assert json_report.validation_errors(report) == [] and report["summary"]["interrupted"] is True
+    verdict = "INTERRUPTED: the run was stopped before it finished; 4/4 checks ok in 3 tests"
+    lines = terminal.render(report)
+    assert lines[-2].startswith(verdict) and not any(ln.startswith("PASSED") for ln in lines), lines[-2:]
+    assert f"**{verdict}" in markdown.render(report)
+    page = html.render(report)
+    assert f'<p class="verdict fail">{verdict}' in page
+    failed = json_report.build_report(sample.tests(), sample.identity(), exitstatus=2, interrupted=True)
+    assert "FAILED, interrupted: the run was stopped before it finished; 5/6 checks ok" in markdown.render(failed)
+    finished = json_report.build_report(_passing(), sample.identity(), exitstatus=0)
+    assert finished["summary"]["interrupted"] is False and "**PASSED: 4/4" in markdown.render(finished)
+
+
+def test_escape_sequences_from_the_server_reach_no_output(tmp_path: Path) -> None:
+    hostile = "\x1b]0;pwned\x07\x1b[2J\x1b[31mevil/model\x1b[0m\x00\x08\u202e"
+    tests = _passing()
+    tests.append(records.TestRecord("t::x", outcome="failed", message=f"server said: {hostile}",
+                                    gates=[GateOutcome("throughput", [compare("throughput", "error_rate", 1.0,
+                                                                              "<=", 0.0, detail=hostile)])]))
+    report = json_report.build_report(tests, sample.identity(model=hostile), notes=[f"note {hostile}"])
+    outputs = {"terminal": "\n".join(terminal.render(report)), "markdown": markdown.render(report),
+               "html": html.render(report)}
+    for name, text in outputs.items():
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", text), name
+        assert "evil/model" in text, name

@@ -114,26 +114,45 @@ def test_normalise_args_sorts_and_drops_volatile_flags() -> None:
     )
 
 
-def test_fingerprint_and_differences_name_what_differs() -> None:
+def test_normalise_args_reads_abbreviations_as_sglang_does() -> None:
+    # --po is --port and --api-ke is --api-key to SGLang: dropped like the full flags, never shown.
+    assert fingerprint.normalise_args(["--tp", "2", "--po", "1", "--api-ke", "sk-x", "--sim-time-scale", "3"]) == [
+        "--sim-time-scale 3", "--tp 2"]
+
+
+def test_fingerprint_splits_the_setup_from_what_a_candidate_changes() -> None:
     old = fingerprint.fingerprint(sample.identity())
     assert old == {
-        "sglang_version": "0.5.23",
         "model": "meta-llama/Llama-3.1-8B-Instruct",
-        "runner": "simulator",
         "gpu_model": "H100 80GB (simulated)",
         "gpu_count": 2,
+        "host": "2 CPUs, 24.0 GB RAM",  # not the host name: CI runners get a new one every run
+        "sglang_version": "0.5.23",
+        "image": None,
+        "runner": "simulator",
         "launch_args": ["--tp 2"],
     }
-    new = fingerprint.fingerprint(
-        sample.identity(gpu_model="A100", gpu_count=4, launch_args=["--tp", "4", "--enable-metrics"])
-    )
-    assert fingerprint.differences(old, new) == [
+    other_setup = fingerprint.fingerprint(sample.identity(gpu_model="A100", gpu_count=4))
+    assert fingerprint.incomparable(old, other_setup) == [
         "gpu_model: 'H100 80GB (simulated)' (baseline) != 'A100' (this run)",
         "gpu_count: 2 (baseline) != 4 (this run)",
-        "launch_args: only in the baseline: --tp 2",
-        "launch_args: only in this run: --enable-metrics, --tp 4",
     ]
-    assert fingerprint.differences(old, old) == []
+    candidate = fingerprint.fingerprint(
+        sample.identity(sglang_version="0.5.24", launch_args=["--tp", "2", "--enable-metrics", "--page-size", "64"],
+                        host={"hostname": "ci-2", "cpus": 2, "memory_gb": 24.0})
+    )
+    assert fingerprint.incomparable(old, candidate) == []
+    assert [c.line() for c in fingerprint.changes(old, candidate)] == [
+        "sglang_version: 0.5.23 -> 0.5.24",
+        "launch_args: (none) -> --enable-metrics --page-size 64",
+    ]
+    assert fingerprint.changes(old, old) == [] and fingerprint.incomparable(old, old) == []
+
+
+def test_a_baseline_written_before_a_field_existed_is_not_incomparable_for_it() -> None:
+    new = fingerprint.fingerprint(sample.identity())
+    old = {k: v for k, v in new.items() if k not in ("host", "image")}
+    assert fingerprint.incomparable(old, new) == [] and fingerprint.changes(old, new) == []
 
 
 def test_identity_from_a_handle_scrubs_and_reads_server_reported_startup() -> None:
@@ -164,6 +183,22 @@ def test_identity_from_a_handle_scrubs_and_reads_server_reported_startup() -> No
         ("other (tokenizer_e2e)", 10.0, 12.0),
     ]
     assert ident.ready_s == 12.0
+
+
+def test_identity_of_a_docker_candidate_masks_keys_in_every_spelling_and_names_the_image() -> None:
+    from pytest_sglang.server.config import DockerOptions, LaunchConfig
+
+    key = "sk-abbrev-9f8e7d6c"
+    config = LaunchConfig(runner="docker", args=("--model-path", "m", "--api-ke", key, "--tp", "2"),
+                          docker=DockerOptions(image="lmsysorg/sglang:v0.5.24"))
+    info = {"version": "0.5.24", "model_path": "m\x1b[31m", "tp_size": 2}
+    server = SimpleNamespace(info=lambda: info, mode="docker", config=config, startup=None, url="http://h:1")
+    ident = identity.identify(server)
+    assert ident.launch_args == ["--model-path", "m", "--api-ke", "***", "--tp", "2"]
+    assert (ident.image, ident.model) == ("lmsysorg/sglang:v0.5.24", "m")  # escape sequence stripped
+    found = fingerprint.fingerprint(ident)
+    assert found["image"] == "lmsysorg/sglang:v0.5.24" and found["launch_args"] == ["--tp 2"]
+    assert key not in repr(ident.to_dict()) + repr(found)
 
 
 def test_identity_never_raises_when_info_fails() -> None:
@@ -248,9 +283,21 @@ def test_compare_loads_repeats_use_the_median_and_skip_failed_runs() -> None:
     ]
 
 
-def test_compare_loads_matches_by_shape_only() -> None:
+def test_another_workload_is_not_compared_and_fails_only_strict() -> None:
     limits = baseline.parse_limits("5%")
-    assert baseline.compare_loads("t", [sample.load(4, 1000.0)], [sample.load(8, 10.0)], limits) is None
+    old, new = [sample.load(4, 1000.0)], [sample.load(8, 10.0)]
+    warned = baseline.compare_loads("t", old, new, limits)
+    assert warned is not None and warned.checks == [] and warned.passed
+    assert warned.notes == [
+        "not compared, the workload differs: this run: api=native concurrency=8 requests=32 input_len=64 "
+        "output_len=16 dataset=random-ids; the baseline ran: api=native concurrency=4 requests=32 input_len=64 "
+        "output_len=16 dataset=random-ids"
+    ]
+    strict = baseline.compare_test("t", {"loads": old}, new, (), limits, strict=True)
+    assert strict is not None and [(c.metric, c.passed) for c in strict.checks] == [("workload", False)]
+    assert strict.message().startswith("sglang baseline gate failed: workload differs (required == equal)")
+    # A test the baseline did not run at all is simply not compared.
+    assert baseline.compare_loads("t", [], new, limits) is None
 
 
 def test_compare_test_checks_capacity_figures_with_the_same_limits() -> None:
@@ -286,20 +333,37 @@ def test_a_larger_pool_is_no_regression() -> None:
     assert bigger is not None and bigger.passed and len(bigger.checks) == 1
 
 
-def test_strict_fingerprint_outcome_fails_with_what_differs() -> None:
-    ctx = baseline.BaselineContext(
-        "base.json",
-        {"tests": [], "fingerprint": fingerprint.fingerprint(sample.identity())},
-        baseline.parse_limits(None),
-        strict=True,
-    )
-    outcome = ctx.fingerprint_outcome("t", fingerprint.fingerprint(sample.identity(sglang_version="0.5.24")))
-    assert outcome is not None
-    assert outcome.message().splitlines()[0] == (
-        "sglang baseline gate failed: fingerprint differs (required == equal)"
-    )
-    assert "sglang_version: '0.5.23' (baseline) != '0.5.24' (this run)" in outcome.message()
-    assert "Fix: compare on the same setup, refresh the baseline base.json" in outcome.message()
+def _context(strict: bool) -> baseline.BaselineContext:
+    old_test = {"nodeid": "t", "loads": [sample.load(8, 1000.0)]}
+    report = {"tests": [old_test], "fingerprint": fingerprint.fingerprint(sample.identity())}
+    return baseline.BaselineContext("base.json", report, baseline.parse_limits("output_throughput:5%"), strict)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_slower_candidate_is_compared_and_says_what_it_changes(strict: bool) -> None:
+    candidate = fingerprint.fingerprint(sample.identity(launch_args=["--tp", "2", "--sim-time-scale", "3"]))
+    outcome = _context(strict).outcome("t", [sample.load(8, 300.0)], [], candidate)
+    assert outcome is not None and not outcome.passed
+    message = outcome.message()
+    assert message.splitlines()[0] == "sglang baseline gate failed: output_throughput 300.0 tok/s (required >= 950.0)"
+    assert "  candidate vs baseline: launch_args: (none) -> --sim-time-scale 3" in message.splitlines()
+    summary = _context(strict).summary(candidate)
+    assert summary["comparable"] and summary["fingerprint_differences"] == []
+    assert summary["candidate_changes"] == [
+        {"field": "launch_args", "baseline": "(none)", "candidate": "--sim-time-scale 3"}]
+
+
+def test_another_setup_is_not_compared_and_fails_only_strict() -> None:
+    other_model = fingerprint.fingerprint(sample.identity(model="Qwen/Qwen3-8B"))
+    slow = [sample.load(8, 300.0)]
+    assert _context(strict=False).outcome("t", slow, [], other_model) is None  # the summary warns
+    outcome = _context(strict=True).outcome("t", slow, [], other_model)
+    assert outcome is not None and [c.metric for c in outcome.checks] == ["fingerprint"]
+    assert outcome.message().splitlines()[0] == "sglang baseline gate failed: fingerprint differs (required == equal)"
+    assert "model: 'meta-llama/Llama-3.1-8B-Instruct' (baseline) != 'Qwen/Qwen3-8B' (this run)" in outcome.message()
+    assert "Fix: compare on the same model, GPU and host, refresh the baseline base.json" in outcome.message()
+    summary = _context(strict=False).summary(other_model)
+    assert not summary["comparable"] and summary["candidate_changes"] == []
 
 
 def test_load_report_errors(tmp_path: object) -> None:

@@ -1,8 +1,14 @@
-"""A tiny in-process HTTP server with scripted answers, for readiness edge cases the simulator lacks."""
+"""Tiny in-process servers for readiness edge cases the simulator lacks.
+
+``fake_server``: scripted HTTP answers per path. ``raw_server``: a TCP server that runs a function
+per connection (hangs, closes, endless or compressed bodies: what no well-behaved HTTP server does).
+"""
 
 from __future__ import annotations
 
 import json
+import socket
+import socketserver
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,11 +35,12 @@ class Fake:
 
 
 @contextmanager
-def fake_server(routes: dict[str, Route]) -> Iterator[Fake]:
+def fake_server(routes: dict[str, Route], port: int = 0) -> Iterator[Fake]:
+    """Serve ``routes`` (path -> answer; 404 otherwise) on 127.0.0.1:``port`` (0: a free one)."""
     fake = Fake(routes)
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        def do_GET(self) -> None:
             headers = {k.lower(): v for k, v in self.headers.items()}
             fake.hits.append((self.path, headers))
             route = fake.routes.get(self.path)
@@ -48,10 +55,10 @@ def fake_server(routes: dict[str, Route]) -> Iterator[Fake]:
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -60,3 +67,47 @@ def fake_server(routes: dict[str, Route]) -> Iterator[Fake]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def sglang_twin(port: int, model_path: str) -> dict[str, Route]:
+    """Routes answering like an SGLang server launched with ``--port PORT --model-path MODEL_PATH``."""
+    info = {**SERVER_INFO, "port": port, "model_path": model_path, "served_model_name": model_path}
+    return {"/health": lambda h: (200, "", None), "/server_info": lambda h: json_answer(info)}
+
+
+Connection = Callable[[socket.socket, threading.Event], None]
+
+
+@contextmanager
+def raw_server(on_connection: Connection) -> Iterator[str]:
+    """Run ``on_connection(sock, stopping)`` for every connection; yields the ``http://`` URL."""
+    stopping = threading.Event()
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            try:
+                on_connection(self.request, stopping)
+            except OSError:
+                pass  # the client went away: expected for endless bodies and hangs
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        stopping.set()
+        server.shutdown()
+        server.server_close()
+
+
+def read_request(sock: socket.socket) -> str:
+    """The request line and headers (the probes send no body)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("latin-1")

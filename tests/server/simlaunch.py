@@ -10,7 +10,7 @@ from pytest_sglang.server.config import LaunchConfig
 from pytest_sglang.server.runner import LAUNCH_ENV, OWNER_ENV, RUN_ID, marked_processes
 
 #: Simulated durations x 0.05: a start takes ~0.5 s of wall time on an idle machine.
-FAST = ("--sim-profile", "tiny", "--sim-time-scale", "0.05")
+FAST = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny", "--sim-time-scale", "0.05")
 
 
 def sim_config(tmp_path: Path, *args: str, timeout: float = 60.0, **kwargs: object) -> LaunchConfig:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import pytest
 
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.server.config import LaunchConfig, effective_argv, pick_port, server_url
+from pytest_sglang.server.config import DockerOptions, LaunchConfig, effective_argv, pick_port, server_url
 
 
 def test_process_runner_default_command_appends_loopback_and_port() -> None:
@@ -53,9 +54,22 @@ def test_free_port_is_picked_when_absent() -> None:
     assert 1024 < port < 65536
 
 
-def test_bad_port_names_the_flag() -> None:
-    with pytest.raises(ConfigError, match=r"--port='abc': not a port number\. Fix: give --port an integer"):
-        pick_port(LaunchConfig(args=("--port", "abc")))
+def test_bad_port_is_refused_when_the_config_is_made() -> None:
+    with pytest.raises(ConfigError) as info:
+        LaunchConfig(args=("--port", "abc"))
+    assert str(info.value).startswith("LaunchConfig.args='--port abc': SGLang would reject these launch args "
+                                      "(argument --port: invalid int value: 'abc'). Fix: use SGLang 0.5.23 flag")
+    with pytest.raises(ConfigError, match=r"^--port=99999: not a TCP port \(1-65535\)\. Fix: give --port"):
+        pick_port(LaunchConfig(args=("--port", "99999")))
+
+
+def test_host_and_port_in_every_spelling_sglang_accepts() -> None:
+    # --po and --ho are SGLang's own abbreviations of --port and --host (argparse prefix matching).
+    config = LaunchConfig(args=("--model-path", "m", "--ho=127.0.0.3", "--po", "31001"))
+    assert pick_port(config) == 31001
+    assert server_url(config, 31001) == "http://127.0.0.3:31001"
+    assert effective_argv(config, 5)[-3:] == ["--ho=127.0.0.3", "--po", "31001"]  # nothing appended
+    assert config.args_without("host", "port") == ["--model-path", "m"]
 
 
 def test_equal_configs_are_the_same_server_and_lists_are_accepted() -> None:
@@ -75,25 +89,97 @@ def test_repr_never_shows_the_api_key() -> None:
     [
         (
             {"runner": "kubernetes"},
-            "--sglang-runner='kubernetes': unknown runner; expected one of process, simulator, "
-            "docker. Fix: use --sglang-runner process",
+            "LaunchConfig.runner='kubernetes': unknown runner; expected one of process, simulator, "
+            "docker. Fix: use LaunchConfig(runner=...) process",
         ),
         (
             {"validate": "loose"},
-            "--sglang-validate='loose': expected strict, warn or off. Fix: use --sglang-validate",
+            "LaunchConfig.validate='loose': expected strict, warn or off. Fix: use LaunchConfig(validate=...) "
+            "strict",
         ),
         (
             {"startup_timeout_s": 0},
-            "--sglang-startup-timeout=0: must be greater than 0 seconds. Fix: give the whole",
+            "LaunchConfig.startup_timeout_s=0: must be greater than 0 seconds. Fix: give "
+            "LaunchConfig(startup_timeout_s=...) one deadline",
         ),
         (
             {"host_memory_reserve_gb": -1},
-            "--sglang-host-memory-reserve-gb=-1: must be >= 0. Fix: give the host",
+            "LaunchConfig.host_memory_reserve_gb=-1: must be >= 0. Fix: give LaunchConfig(host_memory_reserve_gb=...)",
         ),
-        ({"command": ()}, "--sglang-command='': the command is empty. Fix: give a command prefix"),
+        ({"command": ()}, "LaunchConfig.command='': the command is empty. Fix: give LaunchConfig(command=...) a"),
+        ({"args": ("--pp", "2")}, "LaunchConfig.args='--pp 2': SGLang would reject these launch args (ambiguous "
+                                  "option: --pp could match --pp-size, "),
+        ({"command": ("python", "-m", "sglang.launch_server", "--tp", "x"), "args": ("--model-path", "m")},
+         "LaunchConfig.command='python -m sglang.launch_server --tp x': SGLang would reject these launch args "
+         "(argument --tp-size/--tensor-parallel-size: invalid int value: 'x')"),
     ],
 )
-def test_bad_values_name_option_value_and_fix(kwargs: dict[str, object], message: str) -> None:
+def test_engine_errors_name_the_field_value_and_fix(kwargs: dict[str, object], message: str) -> None:
+    """The engine speaks its own words (a LaunchConfig field), never a plugin option."""
     with pytest.raises(ConfigError) as info:
         LaunchConfig(**kwargs)  # type: ignore[arg-type]
     assert str(info.value).startswith(message)
+    assert "--sglang-" not in str(info.value)
+
+
+SECRET = "sk-repr-never-shown-51c2"
+
+
+def test_repr_and_str_mask_every_secret() -> None:
+    config = LaunchConfig(
+        runner="simulator", args=("--model-path", "m", "--api-ke", SECRET), api_key=SECRET,
+        command=("python", "-m", "pytest_sglang.simulator", "--admin-api-key=adm-" + SECRET),
+        env=(("HF_TOKEN", "hf-" + SECRET), ("MYSQL_PWD", "pw-" + SECRET), ("CUDA_VISIBLE_DEVICES", "0")),
+        docker=DockerOptions(volumes=("/data:/data:ro",)))
+    for text in (repr(config), str(config), repr(config.launch_args), repr(config.docker)):
+        assert SECRET not in text
+    assert "args=('--model-path', 'm', '--api-ke', '***')" in repr(config)
+    assert "'--admin-api-key=***'" in repr(config) and "api_key='***'" in repr(config)
+    assert "('HF_TOKEN', '***'), ('MYSQL_PWD', '***'), ('CUDA_VISIBLE_DEVICES', '0')" in repr(config)
+
+
+def test_the_servers_own_key_is_what_clients_send() -> None:
+    # SGLang reads --api-ke as --api-key: the plugin authenticates with it unless --sglang-api-key is given.
+    assert LaunchConfig(args=("--api-ke", SECRET)).client_api_key == SECRET
+    assert LaunchConfig(args=("--api-ke", SECRET), api_key="given-key").client_api_key == "given-key"
+    in_command = LaunchConfig(command=("python", "-m", "sglang.launch_server", "--api-key", SECRET))
+    assert in_command.client_api_key == SECRET and SECRET in in_command.secrets
+    assert LaunchConfig(env=(("HF_TOKEN", "hf-value-123"),)).secrets == ("hf-value-123",)
+
+
+def test_a_config_registers_its_secrets_when_made() -> None:
+    from pytest_sglang import redaction
+
+    redaction.clear()
+    try:
+        LaunchConfig(args=("--model-path", "m", "--api-key=" + SECRET))
+        assert redaction.scrub(f"server_args={{'api_key': '{SECRET}'}}") == "server_args={'api_key': '***'}"
+    finally:
+        redaction.clear()
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("sglang_runner", "k8s", "--sglang-runner='k8s': unknown runner; expected one of process, simulator, docker. "
+                             "Fix: use --sglang-runner process (real SGLang) or simulator (no GPU needed)"),
+    ("sglang_command", ("python", "-m", "sglang.launch_server", "--tp", "x"),
+     "--sglang-command='python -m sglang.launch_server --tp x': SGLang would reject these launch args"),
+    ("sglang_launch", ("--pp", "2", "--api-key", SECRET),
+     "--sglang-launch='--pp 2 --api-key ***': SGLang would reject these launch args (ambiguous option"),
+    ("sglang_gpus", "0", "--sglang-gpus='0': a bare number is a GPU count and 0 GPUs is 'none'. Fix: give "
+                         "--sglang-gpus all, none"),
+])
+def test_the_plugin_rewords_engine_errors_for_its_options(field: str, value: object, message: str,
+                                                          tmp_path: object) -> None:
+    """Settings that bypass the option rows' checks still get option names, never LaunchConfig fields."""
+    from pathlib import Path
+
+    from pytest_sglang.plugin.launch_config import launch_config
+    from pytest_sglang.plugin.settings import resolve
+
+    given: dict[str, object] = {"sglang_runner": "docker", "sglang_launch": ("--model-path", "m"), field: value}
+    settings = dataclasses.replace(resolve({}, {}, {}), **given)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError) as info:
+        launch_config(settings, Path(str(tmp_path)))
+    assert str(info.value).startswith(message)
+    assert "LaunchConfig" not in str(info.value) and "DockerOptions" not in str(info.value)
+    assert SECRET not in str(info.value)

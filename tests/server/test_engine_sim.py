@@ -238,7 +238,7 @@ def test_bad_launch_args_are_a_config_error_without_secrets(tmp_path: Path) -> N
     with pytest.raises(ConfigError) as excinfo:
         launch(sim_config(tmp_path, "--api-key", "sk-never-shown-77", "--tp-size", "abc"))
     message = str(excinfo.value)
-    assert message.startswith("--sglang-launch='") and "SGLang would reject these launch args" in message
+    assert message.startswith("LaunchConfig.args='") and "SGLang would reject these launch args" in message
     assert "sk-never-shown-77" not in message and "--api-key ***" in message
     assert list(tmp_path.iterdir()) == []
 

@@ -14,8 +14,9 @@ from pytest_sglang.server import launch
 from pytest_sglang.server.diagnosis import exited_error, process_identity
 from pytest_sglang.server.docker.container import ContainerExit
 from pytest_sglang.server.phases import LogFollower
-from pytest_sglang.server.readiness import Target, WaitState
+from pytest_sglang.server.probe import Target, WaitState
 from pytest_sglang.server.runner import ExitStatus
+from pytest_sglang.server.url import parse_server_url
 
 GiB = 1024**3
 HOSTMEM_FATAL = ("[2026-01-01 10:00:09 TP0] ValueError: Not enough host memory available. Requesting 300.00 GB "
@@ -46,7 +47,7 @@ def _error(tmp_path: Path, status: ExitStatus, log: str = "") -> ServerExited:
     log_path = tmp_path / "sglang.log"
     log_path.write_text(log)
     follower = LogFollower(log_path)
-    target = Target(url=FakeContainer.url, mode="docker", process=FakeContainer(log_path, status),
+    target = Target(url=parse_server_url(FakeContainer.url), mode="docker", process=FakeContainer(log_path, status),
                     follower=follower)
     now = time.monotonic()
     return exited_error(target, WaitState(started=now - 3, deadline=now + 60), follower.stop())

@@ -53,14 +53,14 @@ def test_real_hicache_crash_on_cpu_is_explained() -> None:
 TP8_LINES = [
     "[2026-01-01 10:00:00 TP0] Load weight begin. avail mem=78.52 GB",
     "[2026-01-01 10:00:01 TP0] Loading safetensors checkpoint shards:  50% Completed | 15/30 [00:21<00:21]",
-    "[2026-01-01 10:00:02 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 2858432, K size: 54.52 GB",  # noqa: E501 - a verbatim log line
+    "[2026-01-01 10:00:02 TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 2858432, K size: 54.52 GB",
     "[2026-01-01 10:00:03 TP5] Load weight begin. avail mem=78.52 GB",  # a slow rank must not go back
     "[2026-01-01 10:00:04 TP0] Capture target decode CUDA graph begin. backend=full",
     "[2026-01-01 10:00:05 TP0] Capture target decode CUDA graph end. bs=[1, 2], elapsed=24.90 s",
-    "[2026-01-01 10:00:06 TP0] max_total_num_tokens=2858432, chunked_prefill_size=8192, max_prefill_tokens=16384, "  # noqa: E501 - a verbatim log line
+    "[2026-01-01 10:00:06 TP0] max_total_num_tokens=2858432, chunked_prefill_size=8192, max_prefill_tokens=16384, "
     "max_running_requests=4096, context_len=131072, available_gpu_mem=3.71 GB",
-    "[2026-01-01 10:00:07 TP0] Allocating kv hierarchical KV host pool: 2929728 tokens, 120.00 GB host memory.",  # noqa: E501 - a verbatim log line
-    "[2026-01-01 10:00:07 TP7] Allocating kv hierarchical KV host pool: 2929728 tokens, 120.00 GB host memory.",  # noqa: E501 - a verbatim log line
+    "[2026-01-01 10:00:07 TP0] Allocating kv hierarchical KV host pool: 2929728 tokens, 120.00 GB host memory.",
+    "[2026-01-01 10:00:07 TP7] Allocating kv hierarchical KV host pool: 2929728 tokens, 120.00 GB host memory.",
 ]
 
 
@@ -101,14 +101,14 @@ def test_older_0_4_formats() -> None:
     ("line", "expected"),
     [
         (
-            "ValueError: Not enough host memory available. Requesting 300.00 GB but only have 49.66 GB free. Please "  # noqa: E501 - a verbatim log line
+            "ValueError: Not enough host memory available. Requesting 300.00 GB but only have 49.66 GB free. Please "
             "reduce the size of the hierarchical cache.",
-            "--hicache-size is GB per TP rank: every scheduler process (tp x pp x dp ranks) pins its own host pool. "  # noqa: E501 - a verbatim log line
-            "This rank asked for 300.00 GB but its share of host memory ((available - 10 GiB) / ranks on this host) "  # noqa: E501 - a verbatim log line
+            "--hicache-size is GB per TP rank: every scheduler process (tp x pp x dp ranks) pins its own host pool. "
+            "This rank asked for 300.00 GB but its share of host memory ((available - 10 GiB) / ranks on this host) "
             "is 49.66 GB.",
         ),
         (
-            "Rank 3 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a common cause",  # noqa: E501 - a verbatim log line
+            "Rank 3 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a common cause",
             "most likely by the out-of-memory killer",
         ),
         (
@@ -116,7 +116,7 @@ def test_older_0_4_formats() -> None:
             "the GPU ran out of memory",
         ),
         (
-            "[Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use",  # noqa: E501 - a verbatim log line
+            "[Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use",
             "another process already listens on this port",
         ),
         ("Initialization failed. warmup error: Traceback", "the server's own warmup request failed"),
@@ -179,6 +179,19 @@ def test_log_tail_is_scrubbed_and_shortened(tmp_path: Path) -> None:
     assert tail[:2] == ["line 48", "line 49"]
     assert "tail-secret-123" not in tail[2] and "***" in tail[2] and len(tail[2]) == 300
     assert log_tail(tmp_path / "missing.log") == [] and log_tail(None) == []
+
+
+def test_server_text_in_messages_has_no_escape_sequences_or_control_characters(tmp_path: Path) -> None:
+    # A hostile (or merely colourful) server must not retitle the terminal, move the cursor or hide lines.
+    hostile = ("\x1b]0;pwned\x07\x1b[2J\x1b[HValueError: \x1b[31mboom\x1b[0m\x00\x08\u202eevil\n"
+               "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ done\x1bc\n")
+    log = tmp_path / "sglang.log"
+    log.write_text(hostile)
+    assert log_tail(log, 5) == ["ValueError: boomevil", "link done"]
+    tracker = PhaseTracker()
+    tracker.feed(hostile.splitlines()[0], 1.0)
+    assert tracker.report.last_exception == "ValueError: boomevil"
+    assert redaction.clean_text("tab\tand\nnewline stay\r") == "tab\tand\nnewline stay"
 
 
 def test_phase_names_are_ordered() -> None:

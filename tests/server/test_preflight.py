@@ -28,6 +28,9 @@ class FakeRunner:
     def host_memory(self, config: LaunchConfig) -> HostMemory:
         return HostMemory(self.available, None, "a fake host")
 
+    def device_pool_bytes_per_rank(self, config: LaunchConfig, args: object) -> int | None:
+        return None  # like a real server: unknown before the start
+
 
 def test_seed_launch_is_refused_with_the_arithmetic() -> None:
     config = LaunchConfig(
@@ -82,7 +85,7 @@ def test_host_too_small_for_any_pool_says_so() -> None:
         preflight.check(config, FakeRunner(5))
 
 
-SIM = ("--sim-profile", "tiny", "--sim-time-scale", "0.05")
+SIM = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny", "--sim-time-scale", "0.05")
 
 
 def test_ratio_sized_pools_of_the_simulator_are_checked_against_its_device_pool() -> None:
@@ -150,6 +153,8 @@ def test_unknown_simulator_profile_is_a_config_error() -> None:
     from pytest_sglang.server.runner import get_runner
 
     config = LaunchConfig(runner="simulator", args=("--sim-profile", "huge", "--enable-hicache"))
-    with pytest.raises(ConfigError, match=r"^--sim-profile='huge': not a simulator profile\. Fix: use one "
-                                          r"of tiny, "):
+    # Read by the simulator's own parser, as the launch would be: its choices, its message.
+    with pytest.raises(ConfigError, match=r"^LaunchConfig\.args='--sim-profile huge --enable-hicache': the "
+                                          r"simulator would reject these launch args \(argument --sim-profile: "
+                                          r"invalid choice: 'huge' \(choose from "):
         preflight.check(config, get_runner(config))

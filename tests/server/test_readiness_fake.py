@@ -11,7 +11,9 @@ from fakehttp import SERVER_INFO, fake_server, json_answer
 from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError, SchemaMismatch, ServerUnavailable
 from pytest_sglang.server import attach
-from pytest_sglang.server.readiness import Target, wait_until_ready
+from pytest_sglang.server.probe import Target
+from pytest_sglang.server.readiness import wait_until_ready
+from pytest_sglang.server.url import parse_server_url
 from pytest_sglang.server.validation import SchemaWarning
 
 
@@ -35,7 +37,7 @@ def test_health_is_judged_by_status_code_only() -> None:
         return (503, "", None) if calls["n"] < 3 else (200, "", None)
 
     with fake_server({"/health": health, "/server_info": lambda h: json_answer(SERVER_INFO)}) as fake:
-        result = wait_until_ready(Target(fake.url, "attach"), 10)
+        result = wait_until_ready(Target(parse_server_url(fake.url), "attach"), 10)
     assert result.probes == 3 and result.info is not None
 
 
@@ -124,7 +126,7 @@ def test_metrics_parsed_and_404_explained() -> None:
         "# HELP sglang:num_running_reqs x\n# TYPE sglang:num_running_reqs gauge\n"
         'sglang:num_running_reqs{model_name="m",tp_rank="0"} 3.0\n'
         "# HELP sglang:num_requests_total x\n# TYPE sglang:num_requests_total counter\n"
-        'sglang:num_requests_total{is_streaming="true"} 2.0\nsglang:num_requests_total{is_streaming="false"} 5.0\n'  # noqa: E501
+        'sglang:num_requests_total{is_streaming="true"} 2.0\nsglang:num_requests_total{is_streaming="false"} 5.0\n'
     )
     routes = {
         "/health": _ok,
@@ -141,5 +143,5 @@ def test_metrics_parsed_and_404_explained() -> None:
         assert value(metrics, "sglang:num_requests_total", is_streaming="true") == 2.0
         assert server.health() == 200 and server.log_tail() == [] and server.stop() is None
         del fake.routes["/metrics"]
-        with pytest.raises(ServerUnavailable, match="metrics are disabled.\nFix: add --enable-metrics"):
+        with pytest.raises(ServerUnavailable, match=r"metrics are disabled.\nFix: add --enable-metrics"):
             server.metrics()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from simlaunch import FAST, sim_config
 
-import pytest_sglang.server as engine
+import pytest_sglang.server.start as engine
 from pytest_sglang.server import LaunchConfig, launch
 from pytest_sglang.server.config import DockerOptions
 from pytest_sglang.server.docker.runner import DockerRunner, _log

@@ -23,7 +23,8 @@ CPU = (
 @pytest.fixture(scope="module")
 def cpu_sim(tmp_path_factory: pytest.TempPathFactory) -> Any:
     log = tmp_path_factory.mktemp("fidelity") / "sim.log"
-    with Simulator(["--sim-profile", "tiny", "--sim-time-scale", "0.05", *CPU], log_path=log) as sim:
+    argv = ["--model-path", "sim/tiny-llama", "--sim-profile", "tiny", "--sim-time-scale", "0.05", *CPU]
+    with Simulator(argv, log_path=log) as sim:
         yield sim
 
 

@@ -13,7 +13,7 @@ from pytest_sglang.simulator.faults import parse_faults
 
 
 def _cfg(*argv: str):  # type: ignore[no-untyped-def]
-    args, sim = parse(list(argv))
+    args, sim = parse(["--model-path", "sim/model", *argv])
     return resolve(args, sim, profiles.get_profile(sim.profile), parse_faults(sim.faults))
 
 

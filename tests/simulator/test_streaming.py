@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ def test_bench_serving_contract(sim_factory: SimFactory, tmp_path: Path) -> None
         )
         assert native[-1] == "[DONE]"
         chunks = native[:-1]
-        for prev, cur in zip(chunks, chunks[1:], strict=False):
+        for prev, cur in itertools.pairwise(chunks):
             assert cur["text"].startswith(prev["text"])  # cumulative text
         assert [ch["meta_info"]["completion_tokens"] for ch in chunks] == list(range(1, 13))
         assert chunks[-1]["meta_info"]["prompt_tokens"] == 50

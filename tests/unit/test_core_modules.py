@@ -9,7 +9,7 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.plugin.settings import OPTIONS, Settings, resolve
 from pytest_sglang.sglang import hostmem
-from pytest_sglang.sglang.args import parse_launch_args, token_count
+from pytest_sglang.sglang.args import human_readable_int, parse_launch_args
 
 
 def test_precedence_cli_env_ini_default() -> None:
@@ -53,7 +53,8 @@ def test_one_name_per_setting() -> None:
 def test_runner_shorthand() -> None:
     assert resolve({}, {}, {}).runner == "process"
     assert resolve({"sglang_simulate": True}, {}, {}).runner == "simulator"
-    assert resolve({"sglang_simulate": True, "sglang_runner": "docker"}, {}, {}).runner == "docker"
+    with pytest.raises(ConfigError, match="contradicts --sglang-simulate"):  # same level: neither wins
+        resolve({"sglang_simulate": True, "sglang_runner": "docker"}, {}, {})
 
 
 def test_launch_args_like_sglang() -> None:
@@ -63,12 +64,12 @@ def test_launch_args_like_sglang() -> None:
     assert args.max_total_tokens == 64_000
     assert args.passthrough == {"disable_cuda_graph": True}
     assert args.unknown == ("--brand-new-flag", "1")
-    assert token_count("1Mi") == 2**20
+    assert human_readable_int("1Mi") == 2**20
     with pytest.raises(ConfigError, match="ambiguous option: --pp could match"):
         parse_launch_args(["--pp", "2"])
     with pytest.raises(ConfigError, match="invalid int value: 'abc'"):
         parse_launch_args(["--tp", "abc"])
-    with pytest.raises(ConfigError, match="invalid int value: '1.5'"):
+    with pytest.raises(ConfigError, match=r"invalid int value: '1.5'"):
         parse_launch_args(["--hicache-size", "1.5"])  # SGLang rejects decimals too
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_sglang.server.base import ExitStatus, signal_name
 from pytest_sglang.server.docker.engine import base_url, engine_address, unix_socket_down
 from pytest_sglang.server.docker.options import format_size
-from pytest_sglang.server.runner import ExitStatus, signal_name
 
 if TYPE_CHECKING:
     from docker import DockerClient
@@ -106,7 +106,7 @@ class RunningContainer:
     def _watch_exit(self) -> None:
         try:
             self.container.wait()
-        except Exception as exc:  # noqa: BLE001 - any transport failure means: ask what happened
+        except Exception as exc:  # any transport failure means: ask what happened
             self._exit = self._classify_failure(exc)
             return
         # Let the log follower drain, so the log tail in the error holds the container's last words.
@@ -120,7 +120,7 @@ class RunningContainer:
             self.container.reload()
         except NotFound:
             return ContainerExit(kind="removed")
-        except Exception as exc:  # noqa: BLE001 - SDK or transport error: classify, never leave _exit unset
+        except Exception as exc:  # SDK or transport error: classify, never leave _exit unset
             return self._classify_failure(exc)
         state = self.container.attrs.get("State", {})
         code = state.get("ExitCode")
@@ -140,7 +140,7 @@ class RunningContainer:
             self.client.containers.get(self.container_id)
         except NotFound:
             return ContainerExit(kind="removed")
-        except Exception as probe:  # noqa: BLE001 - no answer at all: the engine is gone
+        except Exception as probe:  # no answer at all: the engine is gone
             return ContainerExit(kind="engine-gone", detail=f"{type(probe).__name__}: {probe}")
         return ContainerExit(kind="engine-gone", detail=f"{type(exc).__name__}: {exc}")
 
@@ -186,13 +186,13 @@ def remove_container(container: Container, *, grace_s: float) -> None:
         return
     except DockerException:
         pass  # still try to remove: force also kills
-    except Exception:  # noqa: BLE001 - engine unreachable: the next run's leftover sweep removes it
+    except Exception:  # engine unreachable: the next run's leftover sweep removes it
         return
     try:
         container.remove(force=True, v=True)
     except NotFound:
         pass
-    except Exception:  # noqa: BLE001 - see above
+    except Exception:  # see above
         return
 
 

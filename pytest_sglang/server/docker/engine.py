@@ -11,7 +11,7 @@ import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import psutil
 
@@ -43,14 +43,14 @@ def engine_address(environ: dict[str, str] | None = None) -> str:
     return f"DOCKER_HOST={host}" if host else f"{DEFAULT_SOCKET} (DOCKER_HOST is not set)"
 
 
-def _import_sdk() -> Any:
+def _require_sdk() -> None:
+    """A DockerError saying how to install the SDK, instead of an ImportError deep in a launch."""
     try:
-        import docker
+        import docker  # noqa: F401
     except ImportError:
         raise DockerError("the docker runner needs the Docker SDK for Python, which is not installed.\n"
                           "Fix: pip install 'docker>=7.0' (or pip install pytest-sglang, which depends on it)"
                           ) from None
-    return docker
 
 
 def _api_tuple(version: str) -> tuple[int, ...]:
@@ -63,14 +63,18 @@ def connect(timeout_s: float = 30.0) -> DockerClient:
     Negotiated by hand rather than with ``version="auto"``: when no engine answers, the SDK's own
     negotiation raises from inside the client's constructor and leaks its socket.
     """
-    docker = _import_sdk()
-    settings = docker.utils.kwargs_from_env()
+    _require_sdk()
+    import docker
+    from docker import constants
+    from docker.utils import kwargs_from_env
+
+    settings = kwargs_from_env()
     _check_unix_socket(str(settings.get("base_url") or DEFAULT_SOCKET))
-    probe = docker.DockerClient(version=docker.constants.MINIMUM_DOCKER_API_VERSION,
+    probe = docker.DockerClient(version=constants.MINIMUM_DOCKER_API_VERSION,
                                 timeout=int(timeout_s), **settings)
     try:
         server_api = str(probe.version(api_version=False)["ApiVersion"])
-    except Exception as exc:  # noqa: BLE001 - requests' and the SDK's errors alike mean "no engine"
+    except Exception as exc:  # requests' and the SDK's errors alike mean "no engine"
         raise DockerError(f"the Docker engine at {engine_address()} is unreachable: {exc}.\n"
                           f"Fix: {_START_HINT}") from None
     finally:
@@ -80,7 +84,7 @@ def connect(timeout_s: float = 30.0) -> DockerClient:
                           "(Docker Engine 19.03), which GPU device requests need.\n"
                           "Fix: upgrade Docker Engine to 19.03 or newer "
                           "(Debian/Ubuntu: apt-get install docker.io)")
-    newest = str(docker.constants.DEFAULT_DOCKER_API_VERSION)
+    newest = str(constants.DEFAULT_DOCKER_API_VERSION)
     version = min(server_api, newest, key=_api_tuple)
     client: DockerClient = docker.DockerClient(version=version, timeout=int(timeout_s), **settings)
     return client
@@ -118,7 +122,8 @@ def _check_unix_socket(url: str) -> None:
 
 def ensure_image(client: DockerClient, image: str, policy: str, progress: Progress | None = None) -> None:
     """Apply ``--sglang-pull always|missing|never`` before the container is created."""
-    docker = _import_sdk()
+    _require_sdk()
+    import docker
     if policy != "always":
         try:
             client.images.get(image)
@@ -143,7 +148,8 @@ def _split_image(image: str) -> tuple[str, str | None]:
 def pull_image(client: DockerClient, image: str, progress: Progress | None = None, *,
                policy: str = "always") -> None:
     """Pull with one progress line per layer status change; any failure is a DockerError."""
-    docker = _import_sdk()
+    _require_sdk()
+    import docker
     repo, tag = _split_image(image)
     say = progress or (lambda _line: None)
     say(f"pulling image {image} (--sglang-pull {policy})")
@@ -229,16 +235,16 @@ def find_docker_leftovers() -> list[DockerLeftover]:
 
 def kill_docker_leftovers() -> list[DockerLeftover]:
     """Remove (force) every leftover container; returns what was removed."""
-    docker = None
     removed: list[DockerLeftover] = []
     with _optional_client() as client:
         if client is None:
             return removed
-        docker = _import_sdk()
+        from docker.errors import NotFound  # a client exists: the SDK is installed
+
         for container, left in _leftovers(client):
             try:
                 container.remove(force=True, v=True)
-            except docker.errors.NotFound:
+            except NotFound:
                 pass  # removed meanwhile (e.g. by a parallel --sglang-kill): the goal is reached
             removed.append(left)
     return removed

@@ -1,18 +1,19 @@
 """Docker runner options turned into what the engine needs, without importing the docker SDK.
 
-Everything here is pure: volume specs, sizes, GPU device requests and the full ``containers.create``
-keyword set are built (and unit-tested) as plain data, so a wrong option fails at configure time on
-any machine, with or without an engine or a GPU.
+Everything here is pure: volume specs, sizes and GPU device requests are parsed (and unit-tested) as
+plain data. The parsers raise ValueError saying what is wrong; :class:`~pytest_sglang.server.config.
+DockerOptions` names its field, and the ``parse_*_option`` functions (the plugin's option rows) name
+the option, so a typo is a usage error at configure time on any machine, with or without an engine.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from pytest_sglang.errors import ConfigError
 
@@ -28,6 +29,18 @@ _VOLUME_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]+$")
 _MODES = ("ro", "rw")
 
 
+class _DeviceRequest(TypedDict):
+    driver: str
+    capabilities: list[list[str]]
+
+
+class DeviceRequest(_DeviceRequest, total=False):
+    """The keywords of ``docker.types.DeviceRequest`` we send (a count or device IDs)."""
+
+    count: int
+    device_ids: list[str]
+
+
 @dataclass(frozen=True)
 class Volume:
     """One ``--sglang-volume SRC:DST[:ro]``: a host path (or named volume) mounted at ``target``."""
@@ -41,14 +54,23 @@ class Volume:
         return f"{self.source}:{self.target}:{self.mode}"
 
 
-def parse_size(text: str, *, option: str) -> int:
-    """Docker's size syntax (``256m``, ``32g``, ``1.5g``, ``512MiB``; binary units) -> bytes."""
+#: Fix templates (``{name}``: how the value is set, ``DockerOptions(gpus=...)`` or ``--sglang-gpus``).
+GPUS_FIX = "give {name} all, none, a count like 8, or device IDs like 0,1 (device=0 for GPU 0 only)"
+SIZE_FIX = "give {name} a size like 256m, 32g or 1.5g"
+VOLUME_FIX = "write {name} SRC:DST or SRC:DST:ro, e.g. /data/models:/models:ro"
+
+
+def parse_size(text: str) -> int:
+    """Docker's size syntax (``256m``, ``32g``, ``1.5g``, ``512MiB``; binary units) -> bytes.
+
+    Raises ValueError saying what is wrong (the caller names the option).
+    """
     match = _SIZE.match(text)
     if not match:
-        raise ConfigError(option, text, "not a size", f"give {option} a size like 256m, 32g or 1.5g")
+        raise ValueError("not a size")
     value = int(float(match.group(1)) * _UNIT[match.group(2).lower()])
     if value <= 0:
-        raise ConfigError(option, text, "must be greater than 0", f"give {option} a size like 256m or 32g")
+        raise ValueError("must be greater than 0")
     return value
 
 
@@ -61,46 +83,42 @@ def format_size(n_bytes: int) -> str:
 
 
 def parse_volume(spec: str) -> Volume:
-    """``SRC:DST[:ro|rw]``; SRC is an absolute/``~``/``./`` host path or a named volume."""
+    """``SRC:DST[:ro|rw]``; SRC is an absolute/``~``/``./`` host path or a named volume (ValueError if not)."""
     parts = spec.split(":")
-    fix = "write --sglang-volume SRC:DST or SRC:DST:ro, e.g. --sglang-volume /data/models:/models:ro"
     if len(parts) not in (2, 3) or not all(parts[:2]):
-        raise ConfigError("--sglang-volume", spec, "expected SRC:DST[:ro]", fix)
+        raise ValueError("expected SRC:DST[:ro]")
     source, target = parts[0], parts[1]
     mode = parts[2] if len(parts) == 3 else "rw"
     if mode not in _MODES:
-        raise ConfigError("--sglang-volume", spec, f"mode {mode!r} is not ro or rw", fix)
+        raise ValueError(f"mode {mode!r} is not ro or rw")
     if not target.startswith("/"):
-        raise ConfigError("--sglang-volume", spec, f"the container path {target!r} is not absolute", fix)
+        raise ValueError(f"the container path {target!r} is not absolute")
     if source.startswith(("~", ".")):
         source = str(Path(source).expanduser().resolve())
     elif not source.startswith("/") and not _VOLUME_NAME.match(source):
-        raise ConfigError("--sglang-volume", spec,
-                          f"{source!r} is neither an absolute path nor a volume name", fix)
+        raise ValueError(f"{source!r} is neither an absolute path nor a volume name")
     return Volume(source=source, target=target, mode=mode)
 
 
-def gpu_device_requests(spec: str) -> list[dict[str, Any]]:
-    """``--sglang-gpus`` -> Docker device requests (``DeviceRequest`` keyword dicts).
+def gpu_device_requests(spec: str) -> list[DeviceRequest]:
+    """``--sglang-gpus`` -> Docker device requests (``DeviceRequest`` keyword dicts; ValueError if malformed).
 
     ``all`` -> every GPU, ``none`` -> no request, ``N`` -> a count (as ``docker run --gpus N``),
     ``ID,ID`` or ``device=ID`` -> those device indexes or UUIDs.
     """
     text = spec.strip()
-    fix = "give --sglang-gpus all, none, a count like 8, or device IDs like 0,1 (device=0 for GPU 0 only)"
-    base: dict[str, Any] = {"driver": "nvidia", "capabilities": [["gpu"]]}
     if text.lower() == "all":
-        return [{**base, "count": -1}]
+        return [{"driver": "nvidia", "capabilities": [["gpu"]], "count": -1}]
     if text.lower() == "none":
         return []
     if text.isdigit():
         if int(text) == 0:
-            raise ConfigError("--sglang-gpus", spec, "a bare number is a GPU count and 0 GPUs is 'none'", fix)
-        return [{**base, "count": int(text)}]
+            raise ValueError("a bare number is a GPU count and 0 GPUs is 'none'")
+        return [{"driver": "nvidia", "capabilities": [["gpu"]], "count": int(text)}]
     ids = [part.strip() for part in text.removeprefix("device=").split(",")]
     if not ids or any(not part or " " in part for part in ids):
-        raise ConfigError("--sglang-gpus", spec, "not all, none, a count or a list of device IDs", fix)
-    return [{**base, "device_ids": ids}]
+        raise ValueError("not all, none, a count or a list of device IDs")
+    return [{"driver": "nvidia", "capabilities": [["gpu"]], "device_ids": ids}]
 
 
 def user_hf_cache(environ: Mapping[str, str] | None = None) -> Path:
@@ -119,3 +137,22 @@ def volume_bindings(specs: Sequence[str], *, hf_cache: Path | None) -> list[str]
     if hf_cache is not None and all(v.target.rstrip("/") != IMAGE_HF_CACHE for v in volumes):
         volumes.append(Volume(source=str(hf_cache), target=IMAGE_HF_CACHE))
     return [v.binding() for v in volumes]
+
+
+# ---- the plugin's option rows (``parse=`` of ``--sglang-gpus`` ...): checked at configure time ----
+def _option(option: str, fix: str, check: Callable[[str], object]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        try:
+            check(text)
+        except ValueError as exc:
+            raise ConfigError(option, text, str(exc), fix.format(name=option)) from None
+        return text
+
+    parse.__doc__ = f"Check a {option} value (the text is kept; the engine turns it into SDK keywords)."
+    return parse
+
+
+parse_gpus_option = _option("--sglang-gpus", GPUS_FIX, gpu_device_requests)
+parse_shm_size_option = _option("--sglang-shm-size", SIZE_FIX, parse_size)
+parse_memory_option = _option("--sglang-docker-memory", SIZE_FIX, parse_size)
+parse_volume_option = _option("--sglang-volume", VOLUME_FIX, parse_volume)

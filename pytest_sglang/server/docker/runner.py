@@ -4,10 +4,10 @@ Inside the container the command is ``python3 -m sglang.launch_server <launch ar
 --port <container port>``; the port is published on 127.0.0.1 with an ephemeral host port, which the
 handle's URL uses. The container's logs go to the same log file as a process's output, its exit is
 watched through the engine, and it is stopped and removed on every path. Leftovers of a pytest that
-died are found by their labels (see :mod:`.docker_engine`).
+died are found by their labels (see :mod:`.engine`).
 
-Module layout: :mod:`.docker_options` (option syntax), :mod:`.docker_spec` (the container as data),
-:mod:`.docker_engine` (client, image, leftovers), :mod:`.docker_container` (the running handle).
+Package layout: :mod:`.options` (option syntax), :mod:`.spec` (the container as data),
+:mod:`.engine` (client, image, leftovers), :mod:`.container` (the running handle).
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_sglang import redaction
-from pytest_sglang.errors import ConfigError, DockerError
+from pytest_sglang.errors import DockerError
 from pytest_sglang.server.config import DockerOptions, LaunchConfig, given_port
 from pytest_sglang.server.docker.container import RunningContainer, remove_container
 from pytest_sglang.server.docker.engine import connect, ensure_image, find_docker_leftovers, kill_docker_leftovers
 from pytest_sglang.server.docker.options import DEFAULT_IMAGE, format_size, parse_size, user_hf_cache
-from pytest_sglang.server.docker.spec import ContainerSpec, build_spec, create_kwargs
+from pytest_sglang.server.docker.spec import OWNED_FIELDS, ContainerSpec, build_spec, create_kwargs
+from pytest_sglang.sglang.args import LaunchArgs
 from pytest_sglang.sglang.hostmem import HostMemory, read_host_memory
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ __all__ = ["DEFAULT_IMAGE", "DockerRunner", "find_docker_leftovers", "kill_docke
            "kill_leftover_containers"]
 
 _PORT_TAKEN = ("port is already allocated", "address already in use")
-PULL_POLICIES = ("always", "missing", "never")
 
 
 def _log(log_path: Path, line: str) -> None:
@@ -53,16 +53,12 @@ class DockerRunner:
         self.progress = progress
 
     def spec(self, config: LaunchConfig, port: int) -> ContainerSpec:
-        """The container this launch asks for (every docker option validated here)."""
+        """The container this launch asks for (the options were checked when DockerOptions was made)."""
         options = config.docker or DockerOptions()
-        if options.pull not in PULL_POLICIES:
-            raise ConfigError("--sglang-pull", options.pull, "not a pull policy",
-                              "use --sglang-pull always, missing (default) or never")
         env = config.env_dict
-        redaction.register_env(env)
-        container_port = given_port(config.args) or port
+        container_port = given_port(config.launch_args) or port
         return build_spec(
-            image=options.image or DEFAULT_IMAGE, args=config.args, command=config.command,
+            image=options.image or DEFAULT_IMAGE, args=config.args_without(*OWNED_FIELDS), command=config.command,
             container_port=container_port, env=env, volumes=options.volumes, hf_cache=_hf_cache(),
             gpus=options.gpus, shm_size=options.shm_size, ipc_host=options.ipc_host, memory=options.memory,
             network=options.network,
@@ -99,9 +95,13 @@ class DockerRunner:
         memory = (config.docker or DockerOptions()).memory
         if memory is None:
             return read_host_memory()
-        limit = parse_size(memory, option="--sglang-docker-memory")
+        limit = parse_size(memory)
         return HostMemory(available_bytes=limit, total_bytes=limit,
                           source=f"container memory limit --sglang-docker-memory {format_size(limit)}")
+
+    def device_pool_bytes_per_rank(self, config: LaunchConfig, args: LaunchArgs) -> int | None:
+        """Unknown before the start: it depends on the GPU and the model, measured by SGLang itself."""
+        return None
 
 
 def kill_leftover_containers() -> list[str]:

@@ -31,9 +31,9 @@ PLUGIN_NAME = "pytest-sglang"
 RUN_ID = f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
 
 _DEFAULT_COMMAND = ("python3", "-m", "sglang.launch_server")
-# Flags the runner owns inside the container: the server must listen on all interfaces of the
-# container network at the port that is published.
-_OWNED_FLAGS = ("--host", "--port")
+#: ServerArgs fields the runner owns inside the container: the server must listen on all interfaces
+#: of the container network, at the port that is published (:meth:`LaunchConfig.args_without`).
+OWNED_FIELDS = ("host", "port")
 
 
 def owner_labels(pid: int | None = None) -> dict[str, str]:
@@ -47,27 +47,14 @@ def owner_labels(pid: int | None = None) -> dict[str, str]:
             LABEL_OWNER_START: started, LABEL_OWNER_HOST: socket.gethostname()}
 
 
-def strip_flags(argv: Sequence[str], names: Sequence[str] = _OWNED_FLAGS) -> list[str]:
-    """``argv`` without ``--host X``/``--host=X``/``--port N`` (the runner sets them for the container)."""
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in names:
-            skip = True
-            continue
-        if any(arg.startswith(name + "=") for name in names):
-            continue
-        out.append(arg)
-    return out
-
-
 def container_command(args: Sequence[str], command: Sequence[str] | None, container_port: int) -> list[str]:
-    """``python3 -m sglang.launch_server <args> --host 0.0.0.0 --port <container port>``."""
+    """``python3 -m sglang.launch_server <args> --host 0.0.0.0 --port <container port>``.
+
+    ``args`` come without their own host and port (:data:`OWNED_FIELDS`); should the command prefix
+    carry them, the ones appended here win (SGLang's parser keeps the last value).
+    """
     prefix = list(command) if command else list(_DEFAULT_COMMAND)
-    return [*prefix, *strip_flags(args), "--host", "0.0.0.0", "--port", str(container_port)]
+    return [*prefix, *args, "--host", "0.0.0.0", "--port", str(container_port)]
 
 
 @dataclass(frozen=True)
@@ -93,7 +80,7 @@ class ContainerSpec:
 
     @property
     def memory_bytes(self) -> int | None:
-        return None if self.memory is None else parse_size(self.memory, option="--sglang-docker-memory")
+        return None if self.memory is None else parse_size(self.memory)
 
 
 def new_container_name() -> str:
@@ -101,7 +88,11 @@ def new_container_name() -> str:
 
 
 def create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
-    """Keyword arguments for ``client.containers.create`` (validated here, sent as built)."""
+    """Keyword arguments for ``client.containers.create``, sent as built.
+
+    ``Any``: the SDK's stubs are narrower than what it accepts and we send (device requests as
+    dicts, ``(ip, None)`` for an ephemeral published port).
+    """
     kwargs: dict[str, Any] = {
         "image": spec.image,
         "command": list(spec.command),
@@ -109,7 +100,7 @@ def create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
         "labels": dict(spec.labels),
         "environment": dict(spec.env),
         "volumes": list(spec.volumes),
-        "shm_size": parse_size(spec.shm_size, option="--sglang-shm-size"),
+        "shm_size": parse_size(spec.shm_size),
         "device_requests": gpu_device_requests(spec.gpus),
         # docker-init as PID 1 forwards SIGTERM to the server and reaps SGLang's worker processes.
         "init": True,
@@ -150,12 +141,11 @@ def build_spec(
     memory: str | None,
     network: str | None,
 ) -> ContainerSpec:
-    """Validate every docker option once (ConfigError names the option) and assemble the spec."""
+    """Assemble the spec (the options were checked by DockerOptions; ``args`` have no host/port)."""
     spec = ContainerSpec(
         image=image, command=tuple(container_command(args, command, container_port)),
         container_port=container_port, env=dict(env),
         volumes=tuple(volume_bindings(volumes, hf_cache=hf_cache)), gpus=gpus, shm_size=shm_size,
         ipc_host=ipc_host, memory=memory, network=network, labels=owner_labels(), name=new_container_name(),
     )
-    create_kwargs(spec)  # raises ConfigError for a bad size or GPU spec before anything is created
     return spec

@@ -1,43 +1,41 @@
 """Inner conftest for the report pytester tests: a fake server handle and the baseline call.
 
-The fake handle has the shape of ``SGLangServer`` (``info()``, ``mode``, ``config``, ``startup``);
-``SYNTH_GPU`` changes its GPU model so that fingerprints differ (``SYNTH_TOKENS``, read by
-the inner tests, its KV pool). The hook wrapper does what the
-plugin does in a test's call phase: ask the report session for the baseline outcome and fail.
+The fake handle has the shape of ``SGLangServer`` (``info()``, ``mode``, ``config``, ``startup``,
+the last two real engine objects); ``SYNTH_GPU`` changes its GPU model so that the setups differ,
+``SYNTH_ARGS`` adds launch args (a candidate configuration), ``SYNTH_MODEL`` changes the model
+(``SYNTH_TOKENS``, read by the inner tests, its KV pool). The hook wrapper does what the plugin does
+in a test's call phase: ask the report session for the baseline outcome and fail.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from types import SimpleNamespace
+import shlex
 
 import pytest
 
 from pytest_sglang.gates.base import GateOutcome
 from pytest_sglang.plugin.report_session import baseline_outcome, get_session
+from pytest_sglang.server.config import LaunchConfig
+from pytest_sglang.server.phases import PhaseSpan, StartupReport
 
 
 class FakeServer:
     mode = "simulator"
     url = "http://127.0.0.1:1"
-    config = SimpleNamespace(
-        runner="simulator",
-        args=("--model-path", "tiny", "--tp", "1", "--api-key", "sk-secret-123456"),
-        startup_timeout_s=60.0,
-    )
-    startup = SimpleNamespace(
-        ready_s=2.5,
-        phases=[
-            SimpleNamespace(name="load weights", start=0.1, end=1.5),
-            SimpleNamespace(name="warmup", start=1.5, end=2.5),
-        ],
-    )
+
+    def __init__(self) -> None:
+        args = ("--model-path", "tiny", "--tp", "1", "--api-key", "sk-secret-123456")
+        self.config = LaunchConfig(runner="simulator", args=(*args, *shlex.split(os.environ.get("SYNTH_ARGS", ""))),
+                                   startup_timeout_s=60.0)
+        self.startup = StartupReport(phases=[PhaseSpan("load weights", 0.1, 1.5), PhaseSpan("warmup", 1.5, 2.5)],
+                                     ready_s=2.5)
 
     def info(self) -> dict[str, object]:
         return {
             "version": "0.5.23",
-            "model_path": "tiny",
+            "model_path": os.environ.get("SYNTH_MODEL", "tiny"),
             "tp_size": 1,
             "dp_size": 1,
             "device": "cuda",

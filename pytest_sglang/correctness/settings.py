@@ -1,0 +1,51 @@
+"""The acceptance suite's knobs, in the engine's words (the plugin maps options onto these fields)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+from pytest_sglang.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class AcceptanceSettings:
+    """How hard each check looks and what it tolerates.
+
+    ``samples``: requests per check. ``max_tokens``: output tokens per request. ``min_match_rate``:
+    the floor for identical greedy outputs across batch sizes and concurrency when the server runs
+    without ``--enable-deterministic-inference`` (with it, the floor is 1.0). ``max_kl``: the mean
+    KL estimate allowed between cached and cold logprobs (SGLang's own CI uses 0.002-0.02).
+    ``concurrency``: the most requests sent at once (capped by the server's running-request limit).
+    """
+
+    samples: int = 8
+    max_tokens: int = 16
+    request_timeout_s: float = 60.0
+    min_match_rate: float = 0.8
+    max_kl: float = 0.02
+    concurrency: int = 16
+    disconnect_timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("samples", "max_tokens", "concurrency"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"AcceptanceSettings({name}=...)", value, "must be an integer >= 1",
+                                  f"pass {name}=8 or another positive integer")
+        for name in ("request_timeout_s", "disconnect_timeout_s", "max_kl"):
+            value = getattr(self, name)
+            if not _number(value) or value <= 0:
+                raise ConfigError(f"AcceptanceSettings({name}=...)", value, "must be a finite number > 0",
+                                  f"pass {name}= a positive number")
+        if not _number(self.min_match_rate) or not 0 <= self.min_match_rate <= 1:
+            raise ConfigError("AcceptanceSettings(min_match_rate=...)", self.min_match_rate,
+                              "must be a fraction between 0 and 1", "pass min_match_rate=0.8, for example")
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,0 +1,27 @@
+"""The engine's defaults and choices, declared once.
+
+The engine (``server.config.LaunchConfig``/``DockerOptions``, the docker runner) and the plugin's
+option rows (``plugin.settings.OPTIONS``) both read these names. They live in this import-free module,
+not in ``server/config.py``, because importing anything under ``pytest_sglang.server`` runs that
+package's ``__init__`` (httpx, tenacity, ...), and the plugin reads these at pytest start-up, where
+every millisecond is paid by every run, also in projects that do not use the plugin.
+"""
+
+from __future__ import annotations
+
+RUNNERS = ("process", "simulator", "docker")
+DEFAULT_RUNNER = "process"
+VALIDATE_MODES = ("strict", "warn", "off")
+DEFAULT_VALIDATE = "strict"
+#: One deadline for a whole start (launch, load weights, capture graphs, warm up), in seconds.
+DEFAULT_STARTUP_TIMEOUT_S = 1800.0
+#: Host memory (decimal GB) the hicache preflight keeps free for everything else on the host.
+DEFAULT_HOST_MEMORY_RESERVE_GB = 10.0
+
+# docker runner
+DEFAULT_GPUS = "all"
+#: ``/dev/shm`` of the container, as SGLang's docs recommend for its image.
+DEFAULT_SHM_SIZE = "32g"
+DEFAULT_IPC_HOST = True
+PULL_POLICIES = ("always", "missing", "never")
+DEFAULT_PULL = "missing"

@@ -1,0 +1,386 @@
+"""Marker keywords, declared once: the keyword-only parameters of a gate's ``run_marker``.
+
+A gate declares each keyword in its signature, with its type, default and constraints::
+
+    @keywords.rules(Requires("min_concurrent_requests", needs=("avg_request_tokens",), why="..."))
+    def run_marker(ctx: GateContext, *,
+                   min_total_tokens: Annotated[int | None, AtLeast(1)] = None, ...) -> GateOutcome:
+
+Everything else is derived from that one place: the ``pytest --markers`` line (:func:`signature_text`),
+the collection-time check of a marker (:func:`marker_problem`: unknown and missing keywords, types from
+the annotation, ranges and choices from the constraints, relations from :func:`rules`), and the same
+check for the ``evaluate_*``/``assert_*`` helpers (:func:`check`). Threshold checks carry the keyword
+(``Check.keyword``), so a failure names what the user wrote: ``min_total_tokens=231120: measured ...``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+import math
+import types
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_type_hints
+
+from pytest_sglang.errors import ConfigError
+
+__all__ = [
+    "Above", "AnyOf", "AtLeast", "AtMost", "Count", "Fraction", "Keyword", "KeywordError", "NotBelow", "OneOf",
+    "OptionalCount", "Requires", "Seconds", "Threshold", "check", "declared", "marker_problem", "rules",
+    "sglang_choices", "signature_text",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_EMPTY = inspect.Parameter.empty
+
+
+# ---- constraints on one keyword (next to its annotation) -----------------------------------------
+def _num(value: float) -> str:
+    return f"{value:,g}" if isinstance(value, float) else f"{value:,}"
+
+
+@dataclass(frozen=True)
+class AtLeast:
+    bound: float
+
+    @property
+    def text(self) -> str:
+        return f">= {_num(self.bound)}"
+
+    def ok(self, value: object) -> bool:
+        return isinstance(value, (int, float)) and value >= self.bound
+
+
+@dataclass(frozen=True)
+class Above:
+    bound: float
+
+    @property
+    def text(self) -> str:
+        return f"> {_num(self.bound)}"
+
+    def ok(self, value: object) -> bool:
+        return isinstance(value, (int, float)) and value > self.bound
+
+
+@dataclass(frozen=True)
+class AtMost:
+    bound: float
+
+    @property
+    def text(self) -> str:
+        return f"<= {_num(self.bound)}"
+
+    def ok(self, value: object) -> bool:
+        return isinstance(value, (int, float)) and value <= self.bound
+
+
+@dataclass(frozen=True)
+class Fraction:
+    """A rate from 0 to 1 (``max_error_rate=0.01`` is 1 %)."""
+
+    @property
+    def text(self) -> str:
+        return "from 0 to 1 (a fraction: 0.01 = 1%)"
+
+    def ok(self, value: object) -> bool:
+        return isinstance(value, (int, float)) and 0 <= value <= 1
+
+    def suggest(self, value: object) -> str | None:
+        """``"1%"`` or ``5`` (percent written as a number) -> the fraction meant."""
+        text = str(value).strip().removesuffix("%") if isinstance(value, (str, int, float)) else ""
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        return f"{number / 100:g}" if math.isfinite(number) and 0 <= number <= 100 else None
+
+
+@dataclass(frozen=True)
+class OneOf:
+    choices: tuple[str, ...]
+    #: Where the choices come from, e.g. "SGLang 0.5.23's --hicache-write-policy".
+    origin: str = ""
+
+    @property
+    def text(self) -> str:
+        origin = f" ({self.origin})" if self.origin else ""
+        return f"one of {', '.join(self.choices)}{origin}"
+
+    def ok(self, value: object) -> bool:
+        return value in self.choices
+
+    def suggest(self, value: object) -> str | None:
+        text = str(value) if isinstance(value, str) else ""
+        close = difflib.get_close_matches(text, self.choices, n=1) if len(text) <= 100 else []
+        return repr(close[0]) if close else None
+
+
+Constraint = AtLeast | Above | AtMost | Fraction | OneOf
+
+
+#: Shared keyword types. A threshold of 0 or less checks nothing (or everything): refused.
+Threshold = Annotated[float | None, Above(0)]
+Count = Annotated[int, AtLeast(1)]
+OptionalCount = Annotated[int | None, AtLeast(1)]
+Seconds = Annotated[float, Above(0)]
+
+
+def sglang_choices(flag: str) -> OneOf:
+    """The values SGLang itself accepts for ``flag`` (its own flag table, not a copy)."""
+    from pytest_sglang.sglang.args import flag_choices
+
+    return OneOf(flag_choices(flag), origin=f"SGLang 0.5.23's {flag} choices")
+
+
+# ---- one keyword, read from the signature --------------------------------------------------------
+_TYPE_TEXT = {bool: "True or False", int: "a whole number", float: "a number", str: "a string"}
+
+
+@dataclass(frozen=True)
+class Keyword:
+    """One marker keyword as its gate declares it."""
+
+    name: str
+    types: tuple[type, ...]  # among bool, int, float, str, NoneType
+    default: object  # inspect.Parameter.empty when required
+    constraints: tuple[Constraint, ...]
+    annotation: str  # as shown in --markers: "int | None"
+
+    @property
+    def required(self) -> bool:
+        return self.default is _EMPTY
+
+    @property
+    def optional(self) -> bool:
+        return type(None) in self.types
+
+    @property
+    def requirement(self) -> str:
+        """``a whole number >= 1``, ``one of a, b``: what a valid value is."""
+        kinds = [t for t in self.types if t is not type(None)]
+        if kinds == [str] and any(isinstance(c, OneOf) for c in self.constraints):
+            return " and ".join(c.text for c in self.constraints)
+        text = " or ".join(_TYPE_TEXT[t] for t in kinds if not (t is int and float in kinds))
+        low = next((c for c in self.constraints if isinstance(c, (AtLeast, Above))), None)
+        high = next((c for c in self.constraints if isinstance(c, AtMost)), None)
+        if isinstance(low, AtLeast) and high is not None:  # "from 1 to 10,000,000" reads better
+            rest = [c.text for c in self.constraints if c is not low and c is not high]
+            return " ".join([text, f"from {_num(low.bound)} to {_num(high.bound)}", *rest])
+        return " ".join([text, *(c.text for c in self.constraints)])
+
+    def problem(self, value: object) -> str | None:
+        """Why ``value`` is not valid for this keyword (None when it is)."""
+        if value is None:
+            return None if self.optional else f"must be {self.requirement}, not None"
+        if not self._type_ok(value):
+            return f"must be {self.requirement}, not {_kind(value)}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"must be {self.requirement}, not {value}"
+        if not all(c.ok(value) for c in self.constraints):
+            return f"must be {self.requirement}"
+        return None
+
+    def fix(self, value: object) -> str:
+        for constraint in self.constraints:
+            if not isinstance(constraint, (Fraction, OneOf)):
+                continue
+            suggestion = constraint.suggest(value)
+            if suggestion is not None:
+                closest = " (the closest choice)" if isinstance(constraint, OneOf) else ""
+                return f"write {self.name}={suggestion}{closest}"
+        leave = ", or leave it out" if self.optional and not self.required else ""
+        return f"give {self.name} {self.requirement}{leave}"
+
+    def _type_ok(self, value: object) -> bool:
+        if isinstance(value, bool):  # bool is an int subclass: True is not a threshold
+            return bool in self.types
+        if isinstance(value, int):
+            return int in self.types or float in self.types
+        return isinstance(value, tuple(t for t in self.types if t in (float, str)))
+
+    def text(self) -> str:
+        default = "" if self.required else f" = {self.default!r}"
+        return f"{self.name}: {self.annotation}{default}"
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, str):
+        return f"the string {_short(value)}"
+    return "a bool" if isinstance(value, bool) else type(value).__name__
+
+
+def _short(value: object, limit: int = 60) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a user object whose repr fails must not turn into a traceback
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _split(hint: Any) -> tuple[Any, tuple[Constraint, ...]]:
+    if get_origin(hint) is Annotated:
+        base, *meta = get_args(hint)
+        return base, tuple(m for m in meta if isinstance(m, Constraint))
+    return hint, ()
+
+
+def _types(base: Any, name: str) -> tuple[type, ...]:
+    members = get_args(base) if get_origin(base) in (Union, types.UnionType) else (base,)
+    allowed = (bool, int, float, str, type(None))
+    if not all(m in allowed for m in members):
+        raise TypeError(f"marker keyword {name!r}: declare it as a union of {allowed} (got {base!r})")
+    return tuple(members)
+
+
+def _annotation_text(kinds: Sequence[type]) -> str:
+    return " | ".join("None" if t is type(None) else t.__name__ for t in kinds)
+
+
+def _keyword(param: inspect.Parameter, hint: Any) -> Keyword:
+    base, constraints = _split(hint)
+    kinds = _types(base, param.name)
+    return Keyword(param.name, kinds, param.default, constraints, _annotation_text(kinds))
+
+
+# ---- relations between keywords ------------------------------------------------------------------
+def _truthy(value: object) -> bool:
+    return value is not None and value is not False
+
+
+@dataclass(frozen=True)
+class Requires:
+    """When ``keyword`` is given (not None/False), every keyword of ``needs`` must be too."""
+
+    keyword: str
+    needs: tuple[str, ...]
+    why: str
+    fix: str
+
+    def problem(self, values: Mapping[str, object]) -> tuple[dict[str, object], str, str] | None:
+        missing = [n for n in self.needs if not _truthy(values.get(n))]
+        if not _truthy(values.get(self.keyword)) or not missing:
+            return None
+        shown = {self.keyword: values[self.keyword], **{n: False for n in missing if values.get(n) is False}}
+        wanted = [f"{n}=True" if values.get(n) is False else n for n in missing]  # a switch: say its value
+        return shown, f"needs {' and '.join(wanted)} ({self.why})", self.fix
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """At least one of ``keywords`` must be given, or the gate checks nothing (and always passes)."""
+
+    keywords: tuple[str, ...]
+
+    def problem(self, values: Mapping[str, object]) -> tuple[dict[str, object], str, str] | None:
+        if any(values.get(k) is not None for k in self.keywords):
+            return None
+        return ({}, "checks nothing, so it would always pass",
+                f"give at least one of {', '.join(self.keywords)}")
+
+
+@dataclass(frozen=True)
+class NotBelow:
+    """``keyword`` must be >= ``other`` (both numbers, when both are set)."""
+
+    keyword: str
+    other: str
+
+    def problem(self, values: Mapping[str, object]) -> tuple[dict[str, object], str, str] | None:
+        mine, theirs = values.get(self.keyword), values.get(self.other)
+        if not isinstance(mine, (int, float)) or not isinstance(theirs, (int, float)) or mine >= theirs:
+            return None
+        return ({self.keyword: mine, self.other: theirs}, f"{self.keyword} is below {self.other}",
+                f"raise {self.keyword} to at least {theirs}")
+
+
+Rule = Requires | AnyOf | NotBelow
+_RULES: dict[Callable[..., Any], tuple[Rule, ...]] = {}
+
+
+def rules(*declared_rules: Rule) -> Callable[[F], F]:
+    """Declare the relations between a gate's keywords, right above its ``run_marker``."""
+
+    def mark(fn: F) -> F:
+        _RULES[fn] = declared_rules
+        return fn
+
+    return mark
+
+
+# ---- the declaration of one gate ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Declaration:
+    keywords: dict[str, Keyword]
+    rules: tuple[Rule, ...]
+    accepts_any: bool  # ``**kwargs`` in the signature: unknown keywords are the gate's business
+
+    def values(self, given: Mapping[str, object]) -> dict[str, object]:
+        """The defaults overlaid with what was given."""
+        return {**{k.name: k.default for k in self.keywords.values() if not k.required}, **given}
+
+
+@functools.cache
+def declared(fn: Callable[..., Any]) -> Declaration:
+    """The keywords (keyword-only parameters) and rules of a gate function."""
+    hints = get_type_hints(fn, include_extras=True)
+    params = list(inspect.signature(fn).parameters.values())
+    keywords = {p.name: _keyword(p, hints[p.name]) for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    return Declaration(keywords, _RULES.get(fn, ()), accepts_any)
+
+
+def signature_text(fn: Callable[..., Any]) -> str:
+    """``(*, min_total_tokens: int | None = None, ...)``: the keywords as the signature declares them."""
+    return "(*, " + ", ".join(k.text() for k in declared(fn).keywords.values()) + ")"
+
+
+class KeywordError(ConfigError):
+    """A keyword with a bad value: names the marker (or helper), the keyword, the value and the fix."""
+
+    def __init__(self, call: str, shown: Mapping[str, object], problem: str, fix: str) -> None:
+        text = ", ".join(f"{k}={_short(v)}" for k, v in shown.items())
+        self.call, self.keywords = call, tuple(shown)
+        self.source, self.value, self.problem, self.fix = f"{call}({text})", dict(shown), problem, fix
+        Exception.__init__(self, f"{call}({text}): {problem}. Fix: {fix}")
+
+
+def check(fn: Callable[..., Any], call: str, given: Mapping[str, object]) -> None:
+    """Raise :class:`KeywordError` for the first bad keyword or broken rule in ``given``."""
+    declaration = declared(fn)
+    for name, value in given.items():
+        keyword = declaration.keywords.get(name)
+        problem = None if keyword is None else keyword.problem(value)
+        if keyword is not None and problem is not None:
+            raise KeywordError(call, {name: value}, problem, keyword.fix(value))
+    values = declaration.values(given)
+    for rule in declaration.rules:
+        found = rule.problem(values)
+        if found is not None:
+            raise KeywordError(call, *found)
+
+
+def marker_problem(marker: str, fn: Callable[..., Any], args: Sequence[object],
+                   kwargs: Mapping[str, object]) -> str | None:
+    """Why ``@pytest.mark.<marker>(*args, **kwargs)`` is not valid for its gate (None when it is)."""
+    declaration = declared(fn)
+    names = list(declaration.keywords)
+    valid = f"valid keywords: {', '.join(names)}"
+    if args:
+        return (f"@pytest.mark.{marker} takes keyword arguments only, got positional {_short(tuple(args))}; "
+                f"write e.g. @pytest.mark.{marker}({names[0] if names else 'name'}=...); {valid}")
+    for key in kwargs:
+        if key not in declaration.keywords and not declaration.accepts_any:
+            close = difflib.get_close_matches(key, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            return f"@pytest.mark.{marker} has no keyword {key!r}{hint}; {valid}"
+    missing = [k.name for k in declaration.keywords.values() if k.required and k.name not in kwargs]
+    if missing:
+        return f"@pytest.mark.{marker} needs {', '.join(repr(m) for m in missing)}; {valid}"
+    try:
+        check(fn, f"@pytest.mark.{marker}", kwargs)
+    except KeywordError as exc:
+        return str(exc)
+    return None

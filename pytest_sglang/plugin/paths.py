@@ -1,0 +1,79 @@
+"""Configure-time checks of the paths a run will write (reports, server logs).
+
+A report is written at the very end of the run: a path that cannot be written would otherwise turn a
+green run red with a traceback after every test has passed. Each check tries what the run will do
+(create a file in the nearest existing directory), so a read-only mount or missing permission shows
+up even where ``os.access`` would say yes (as root). Nothing is created or left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.plugin.settings import Settings
+
+
+def check_output_paths(settings: Settings) -> None:
+    """Raise :class:`ConfigError` naming the option, the path and the fix for the first unwritable path."""
+    files = ((settings.sglang_report, "sglang_report", "the JSON report"),
+             (settings.sglang_markdown, "sglang_markdown", "the Markdown summary"),
+             (settings.sglang_html, "sglang_html", "the HTML report"))
+    for path, name, what in files:
+        if path is not None:
+            _check_file(path, _where(settings, name), what)
+    if settings.sglang_markdown is None and settings.mode is not None and os.environ.get("GITHUB_STEP_SUMMARY"):
+        # GitHub's step summary is the Markdown default of runs with a server; say now if it cannot be written.
+        _check_file(os.environ["GITHUB_STEP_SUMMARY"], "env GITHUB_STEP_SUMMARY", "the Markdown summary")
+    if settings.sglang_log_dir is not None:
+        _check_dir(settings.sglang_log_dir, _where(settings, "sglang_log_dir"))
+
+
+def _where(settings: Settings, name: str) -> str:
+    """The option as the user gave it: ``--sglang-report``, ``env PYTEST_SGLANG_REPORT`` or the ini key."""
+    source = settings.describe_source(name)
+    return {"cli": "--" + name.replace("_", "-"), "ini": f"ini option {name}"}.get(source, source)
+
+
+def _check_file(text: str, where: str, what: str) -> None:
+    path = Path(text)
+    fix = f"give {where} a file path in a writable directory (it is where {what} is written at the end)"
+    if path.is_dir():
+        raise ConfigError(where, text, "is a directory, not a file", fix)
+    if path.exists():
+        try:
+            with open(path, "a", encoding="utf-8"):  # append mode: opens for writing, changes nothing
+                pass
+        except OSError as exc:
+            raise ConfigError(where, text, f"cannot be written ({_reason(exc)})", fix) from None
+        return
+    _check_creatable(path.parent, where, text, fix)
+
+
+def _check_dir(text: str, where: str) -> None:
+    path = Path(text)
+    fix = f"give {where} a writable directory (or one that can be created) for the server logs"
+    if path.exists() and not path.is_dir():
+        raise ConfigError(where, text, "is a file, not a directory", fix)
+    _check_creatable(path, where, text, fix)
+
+
+def _check_creatable(directory: Path, where: str, text: str, fix: str) -> None:
+    """``directory`` exists or can be created, and a file can be created in it."""
+    existing = directory.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(where, text, f"cannot be created: {existing} is a file, not a directory", fix)
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        raise ConfigError(where, text, f"cannot be written: directory {existing} is not writable "
+                                       f"({_reason(exc)})", fix) from None
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
