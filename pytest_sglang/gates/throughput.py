@@ -53,7 +53,8 @@ FLOORS: dict[str, tuple[str, str, str, str]] = {
 
 def floors_given(values: Mapping[str, object]) -> dict[str, float]:
     """The FLOORS keywords given a value in ``values`` (a signature's ``locals()``): declared once, in FLOORS."""
-    return {k: float(v) for k, v in values.items() if k in FLOORS and isinstance(v, (int, float))}
+    # Keep the value as written (5000, not 5000.0): messages echo the user's keyword.
+    return {k: v for k, v in values.items() if k in FLOORS and isinstance(v, (int, float))}
 
 
 def evaluate_throughput(
