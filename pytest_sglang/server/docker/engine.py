@@ -47,7 +47,9 @@ def _require_sdk() -> None:
     """A DockerError saying how to install the SDK, instead of an ImportError deep in a launch."""
     try:
         import docker  # noqa: F401
-    except ImportError:
+    except ModuleNotFoundError as exc:
+        if exc.name != "docker":  # a broken dependency of the SDK: show it, not "not installed"
+            raise
         raise DockerError("the docker runner needs the Docker SDK for Python, which is not installed.\n"
                           "Fix: pip install 'docker>=7.0' (or pip install pytest-sglang, which depends on it)"
                           ) from None
