@@ -25,3 +25,17 @@ DEFAULT_SHM_SIZE = "32g"
 DEFAULT_IPC_HOST = True
 PULL_POLICIES = ("always", "missing", "never")
 DEFAULT_PULL = "missing"
+
+# fleets
+#: ``--sglang-fleet-direct``: probe a gateway's workers directly (auto: where reachable).
+FLEET_DIRECT_MODES = ("auto", "require", "off")
+DEFAULT_FLEET_DIRECT = "auto"
+
+# the acceptance suite (``correctness.AcceptanceSettings`` and the ``--sglang-acceptance-*`` rows)
+ACCEPTANCE_SAMPLES = 8
+ACCEPTANCE_MAX_TOKENS = 16
+ACCEPTANCE_REQUEST_TIMEOUT_S = 60.0
+ACCEPTANCE_MIN_MATCH_RATE = 0.8
+ACCEPTANCE_MAX_KL = 0.02
+ACCEPTANCE_CONCURRENCY = 16
+ACCEPTANCE_DISCONNECT_TIMEOUT_S = 30.0

@@ -5,7 +5,9 @@ where, the facts, evidence (a log tail, the last probe) and the fix (exact optio
 
     SGLangError
     ├── ConfigError            bad option, marker or launch-arg value (raised as pytest.UsageError
-    │                          by the plugin); names the option, the value and the fix
+    │   │                      by the plugin); names the option, the value and the fix
+    │   └── DataUnavailable    an accuracy task has no local data and the hub cannot be reached
+    │                          (accuracy/hub.py)
     ├── PreflightError         the launch would not fit this host (hicache host pools); nothing started
     ├── ServerStartError       the server did not become ready
     │   ├── ServerExited       the process/container died before ready: exit code or signal, phase, log tail
@@ -13,10 +15,12 @@ where, the facts, evidence (a log tail, the last probe) and the fix (exact optio
     ├── ServerUnavailable      attach mode: nothing answers at --sglang-url, or it answers wrongly
     ├── SchemaMismatch         a payload does not match its schema: endpoint, schema $id, errors by JSON path
     ├── DockerError            the Docker engine, image or container could not be used
-    └── LoadGenError           the load could not be generated at all (not a threshold miss)
+    ├── LoadGenError           the load could not be generated at all (not a threshold miss)
+    └── EvalRunError           an accuracy run gave no verdict (sgl-eval failed or ran out of time;
+                               accuracy/verdict.py), with its log path
 
-Threshold misses (capacity, hicache, throughput, SLO, baseline) are ``AssertionError``: a test
-FAILURE, never an ERROR.
+Threshold misses (capacity, hicache, throughput, SLO, fleet, failover, accuracy, golden, baseline) are
+``AssertionError``: a test FAILURE, never an ERROR.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/bootstrap.sh
 export PATH="$PWD/.venv/bin:$PATH"
+# Gateways for tests/fleet: smg comes with the `gateway` extra in .venv; sglang-router 0.3.2 gets a
+# venv of its own (it also installs an `smg` script). tests/fleet reads SGLANG_ROUTER_PYTHON.
+SGLANG_ROUTER_PYTHON="$(bash scripts/gateway/setup.sh | tee /dev/stderr | sed -n 's/^SGLANG_ROUTER_PYTHON=//p')"
+export SGLANG_ROUTER_PYTHON
 tiers=()
 if [[ "${PYTEST_SGLANG_SKIP_REAL:-0}" != 1 ]]; then
   setup_out="$(mktemp)"
@@ -15,6 +19,9 @@ if [[ "${PYTEST_SGLANG_SKIP_REAL:-0}" != 1 ]]; then
   REAL_SGLANG_PYTHON="$(sed -n 's/^REAL_SGLANG_PYTHON=//p' "$setup_out")"
   REAL_SGLANG_MODEL="$(sed -n 's/^REAL_SGLANG_MODEL=//p' "$setup_out")"
   export REAL_SGLANG_PYTHON REAL_SGLANG_MODEL
+  # A real prefill/decode pair on CPU needs mooncake (TCP) and libibverbs next to the venv (not in it).
+  REAL_SGLANG_PD_HOME="$(bash scripts/real-sglang/pd-setup.sh | tee /dev/stderr | sed -n 's/^REAL_SGLANG_PD_HOME=//p')"
+  export REAL_SGLANG_PD_HOME
   rm -f "$setup_out"
   tiers+=(--run-real-sglang)
 fi

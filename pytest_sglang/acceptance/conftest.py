@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,7 +20,21 @@ if TYPE_CHECKING:
 def sglang_acceptance(
     request: pytest.FixtureRequest, sglang_server: SGLangServer, sglang_server_info: dict[str, Any]
 ) -> Iterator[CheckContext]:
-    """The context every acceptance check runs in: a client, the server's features, the settings."""
+    """The context every acceptance check runs in: a client, the server's features, the settings.
+
+    Behind a gateway the requests go through the gateway; the features come from a worker (the
+    gateway has no /server_info of its own) and the slot check reads every worker's /metrics.
+    """
     settings = settings_from(request.config)
-    with sglang_server.client() as client:
-        yield CheckContext(client, fetch_features(client, sglang_server_info), settings)
+    fleet = sglang_server.fleet
+    with ExitStack() as stack:
+        client = stack.enter_context(sglang_server.client())
+        if fleet is None:
+            yield CheckContext(client, fetch_features(client, sglang_server_info), settings)
+            return
+        workers = [w.server for w in fleet.reachable_workers() if w.server is not None]
+        direct = tuple(stack.enter_context(w.client()) for w in workers)
+        features = fetch_features(direct[0], sglang_server_info) if direct else fetch_features(client,
+                                                                                                sglang_server_info)
+        yield CheckContext(client, dataclasses.replace(features, gateway=fleet.flavor), settings,
+                           metrics_clients=direct)

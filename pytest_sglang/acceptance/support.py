@@ -3,44 +3,43 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Concatenate, ParamSpec
+from typing import TYPE_CHECKING, Concatenate, ParamSpec
 
 import pytest
 
 from pytest_sglang.correctness import AcceptanceSettings, CheckContext, CheckReport, Unsupported
-from pytest_sglang.errors import ConfigError
+from pytest_sglang.plugin.keys import SETTINGS_KEY
+
+if TYPE_CHECKING:
+    from pytest_sglang.plugin.settings import Settings
 
 P = ParamSpec("P")
 
-#: AcceptanceSettings field -> the pytest option (dest) that sets it, and its type.
-OPTION_FIELDS: dict[str, tuple[str, type[int] | type[float]]] = {
-    "samples": ("sglang_acceptance_samples", int),
-    "max_tokens": ("sglang_acceptance_max_tokens", int),
-    "request_timeout_s": ("sglang_acceptance_request_timeout", float),
-    "min_match_rate": ("sglang_acceptance_min_match_rate", float),
-    "max_kl": ("sglang_acceptance_max_kl", float),
-    "concurrency": ("sglang_acceptance_concurrency", int),
-    "disconnect_timeout_s": ("sglang_acceptance_disconnect_timeout", float),
-}
+
+def acceptance_settings(resolved: Settings) -> AcceptanceSettings:
+    """The suite's knobs from the run's resolved ``--sglang-acceptance-*`` settings.
+
+    The option rows parse and check each value (CLI > env > ini > default; a bad one is a usage
+    error naming where it came from), so the values arrive typed and valid.
+    """
+    return AcceptanceSettings(
+        samples=resolved.sglang_acceptance_samples,
+        max_tokens=resolved.sglang_acceptance_max_tokens,
+        request_timeout_s=resolved.sglang_acceptance_request_timeout,
+        min_match_rate=resolved.sglang_acceptance_min_match_rate,
+        max_kl=resolved.sglang_acceptance_max_kl,
+        concurrency=resolved.sglang_acceptance_concurrency,
+        disconnect_timeout_s=resolved.sglang_acceptance_disconnect_timeout,
+    )
 
 
 def settings_from(config: pytest.Config) -> AcceptanceSettings:
-    """The settings from the run's options (defaults where an option is not given or not declared)."""
-    values: dict[str, Any] = {}
-    for name, (dest, kind) in OPTION_FIELDS.items():
-        raw = config.getoption(dest, default=None)
-        if raw is None:
-            continue
-        try:
-            values[name] = kind(raw)
-        except (TypeError, ValueError):
-            flag = "--" + dest.replace("_", "-")
-            raise pytest.UsageError(f"{flag}={raw!r}: not a {kind.__name__}. Fix: pass a number, e.g. "
-                                    f"{flag}={getattr(AcceptanceSettings, name)}") from None
-    try:
-        return AcceptanceSettings(**values)
-    except ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    """The settings of this run (the plugin resolved them at configure time)."""
+    resolved = config.stash.get(SETTINGS_KEY, None)
+    if resolved is None:  # e.g. -p no:sglang: the suite has no server either
+        pytest.fail("the acceptance suite needs the pytest-sglang plugin, which is not active in this run "
+                    "(remove -p no:sglang)", pytrace=False)
+    return acceptance_settings(resolved)
 
 
 def run(check: Callable[Concatenate[CheckContext, P], CheckReport], ctx: CheckContext,

@@ -1,4 +1,8 @@
-r"""``gsm8k`` from a local JSONL file (the dataset's own layout: ``{"question": ..., "answer": "... #### 42"}``).
+r"""``gsm8k`` from a local file in the dataset's layouts, or from the Hugging Face hub.
+
+Layouts: JSON lines as the dataset ships them (``{"question": ..., "answer": "... #### 42"}``) and the
+hub's parquet (``openai/gsm8k`` ``main/test-00000-of-00001.parquet``, the same two columns); without
+a file the hub's test split is used (:mod:`~pytest_sglang.accuracy.hub`).
 
 Follows SGLang's harness (``run_eval --eval-name gsm8k``): the first ``shots`` rows are the few-shot
 examples and are not scored; the prompt is ``Question: ...\nAnswer:`` blocks; the answer is the last
@@ -10,6 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pytest_sglang.accuracy import hub
 from pytest_sglang.accuracy.task import Example, Task, last_number, qa_prompt
 from pytest_sglang.errors import ConfigError
 
@@ -18,9 +23,12 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
 def read_rows(path: Path) -> list[Example]:
-    data = _read_text(path)
+    """The rows of a gsm8k JSONL or parquet file."""
+    if path.suffix == ".parquet":
+        return [_example(row, path, f"row {n}") for n, row in
+                enumerate(hub.read_parquet(path, ("question", "answer"), "gsm8k"), start=1)]
     rows: list[Example] = []
-    for n, line in enumerate(data.splitlines(), start=1):
+    for n, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -28,13 +36,17 @@ def read_rows(path: Path) -> list[Example]:
         except ValueError as exc:
             raise ConfigError(f"gsm8k data {path}", f"line {n}", f"is not JSON ({exc})",
                               "pass the dataset's JSONL file (one object per line)") from None
-        question, answer = (row.get(k) if isinstance(row, dict) else None for k in ("question", "answer"))
-        target = last_number(answer) if isinstance(answer, str) else None
-        if not isinstance(question, str) or not isinstance(answer, str) or target is None:
-            raise ConfigError(f"gsm8k data {path}", f"line {n}", 'lacks "question" or an "answer" ending in a number',
-                              'use the gsm8k layout: {"question": "...", "answer": "... #### 42"}')
-        rows.append(Example(question=question, answer=answer, target=target))
+        rows.append(_example(row, path, f"line {n}"))
     return rows
+
+
+def _example(row: object, path: Path, where: str) -> Example:
+    question, answer = (row.get(k) if isinstance(row, dict) else None for k in ("question", "answer"))
+    target = last_number(answer) if isinstance(answer, str) else None
+    if not isinstance(question, str) or not isinstance(answer, str) or target is None:
+        raise ConfigError(f"gsm8k data {path}", where, 'lacks "question" or an "answer" ending in a number',
+                          'use the gsm8k layout: {"question": "...", "answer": "... #### 42"}')
+    return Example(question=question, answer=answer, target=target)
 
 
 def _read_text(path: Path) -> str:
@@ -50,10 +62,16 @@ def _read_text(path: Path) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def task(path: Path, num_examples: int, shots: int) -> Task:
+def task(path: Path | None, num_examples: int, shots: int, *, hub_timeout_s: float = hub.HUB_TIMEOUT_S) -> Task:
+    """The gsm8k task from ``path``, or from the hub's test split when ``path`` is None."""
+    if path is None:
+        data = hub.fetch("gsm8k", hub_timeout_s)
+        path, source = data.paths[0], data.source
+    else:
+        source = str(path)
     rows = read_rows(path)
     if len(rows) <= shots:
-        raise ConfigError(f"gsm8k data {path}", f"{len(rows)} rows", f"leaves nothing to score after {shots} shots",
+        raise ConfigError(f"gsm8k data {source}", f"{len(rows)} rows", f"leaves nothing to score after {shots} shots",
                           "pass a larger file or fewer shots")
     return Task(name="gsm8k", examples=rows[shots:][:num_examples], shot_pool=rows[:shots], prompt=qa_prompt,
-                extract=last_number, template="gsm8k-qa", source=str(path))
+                extract=last_number, template="gsm8k-qa", source=source)

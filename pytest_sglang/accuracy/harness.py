@@ -25,7 +25,10 @@ _DEFAULT_MAX_TOKENS = {"arithmetic": 512, "gsm8k": 512, "mmlu-few-shot": 8, "sim
 
 @dataclass(frozen=True)
 class Harness:
-    """How to run one task. ``route``/``max_tokens`` None: the task's SGLang default."""
+    """How to run one task. ``route``/``max_tokens`` None: the task's SGLang default.
+
+    ``data`` None: ``arithmetic`` is generated; ``gsm8k`` and ``mmlu`` come from the Hugging Face hub.
+    """
 
     task: str
     num_examples: int = 200
@@ -38,6 +41,8 @@ class Harness:
     data: Path | None = None
     seed: int = arithmetic.DEFAULT_SEED
     confidence: float = 0.95
+    #: gsm8k/mmlu without ``data``: seconds the hub download may take in all.
+    hub_timeout_s: float = 120.0
 
     def __post_init__(self) -> None:
         _choice("task", self.task, TASKS)
@@ -56,17 +61,17 @@ class Harness:
                               "pass a number of seconds, e.g. 300")
         if not _finite(self.confidence) or not 0 < self.confidence < 1:
             raise ConfigError("confidence", self.confidence, "must be between 0 and 1", "pass a level such as 0.95")
-        if self.task != "arithmetic" and self.data is None:
-            raise ConfigError("task", self.task, "needs a local data file",
-                              f"pass the {self.task} data file (eval --data PATH), or use the arithmetic task")
+        if not _finite(self.hub_timeout_s) or self.hub_timeout_s <= 0:
+            raise ConfigError("hub_timeout_s", self.hub_timeout_s, "must be > 0", "pass a number of seconds, e.g. 120")
 
     def load(self) -> Task:
+        """The task's examples: generated, from ``data``, or (gsm8k, mmlu without ``data``) from the hub."""
         if self.task == "arithmetic":
             return arithmetic.task(self.num_examples, self.shots, self.seed)
-        assert self.data is not None  # checked in __post_init__
+        data = Path(self.data) if self.data is not None else None
         if self.task == "gsm8k":
-            return gsm8k.task(Path(self.data), self.num_examples, self.shots)
-        return mmlu.task(Path(self.data), self.num_examples, self.shots)
+            return gsm8k.task(data, self.num_examples, self.shots, hub_timeout_s=self.hub_timeout_s)
+        return mmlu.task(data, self.num_examples, self.shots, hub_timeout_s=self.hub_timeout_s)
 
     def resolved(self, task: Task) -> Harness:
         """This harness with the task's defaults filled in (route, max_tokens)."""
@@ -78,7 +83,7 @@ class Harness:
     def fingerprint(self, task: Task) -> dict[str, Any]:
         """Everything that changes a score; two runs compare only when these are equal."""
         h = self.resolved(task)
-        return {"task": task.name, "template": task.template, "shots": h.shots, "route": h.route,
+        return {"runner": "builtin", "task": task.name, "template": task.template, "shots": h.shots, "route": h.route,
                 "max_tokens": h.max_tokens, "temperature": h.temperature, "top_p": 1.0,
                 "stop": list(task.stop) if h.route != "chat" else [], "source": task.source,
                 "num_examples": len(task.examples), "extraction": task.extract.__name__}

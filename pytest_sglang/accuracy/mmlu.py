@@ -3,8 +3,10 @@
 Layouts read: Hendrycks' CSVs without a header (``question,A,B,C,D,answer``; the subject from the
 file name ``<subject>_test.csv``; a directory is searched for ``*_test.csv``, and ``*_dev.csv`` rows
 become the few-shot pool), the simple-evals ``mmlu.csv`` with a ``Question,A,B,C,D,Answer,Subject``
-header, and JSON lines as exported from the Hugging Face dataset (``question``, ``choices``,
-``answer`` as an index or letter, ``subject``).
+header, JSON lines as exported from the Hugging Face dataset (``question``, ``choices``, ``answer``
+as an index or letter, ``subject``), and the hub's parquet files (``cais/mmlu`` ``all/test-*.parquet``,
+the same columns; a sibling ``dev-*.parquet`` becomes the few-shot pool). Without a file, the hub's
+``all`` test and dev splits are used (:mod:`~pytest_sglang.accuracy.hub`).
 
 Prompts: with 0 shots, openai/simple-evals' multiple-choice template (what SGLang's ``run_eval``
 used) and its ``Answer: X`` extraction; with shots, the classic few-shot format of SGLang's
@@ -20,6 +22,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_sglang.accuracy import hub
 from pytest_sglang.accuracy.gsm8k import _read_text
 from pytest_sglang.accuracy.task import Example, Task
 from pytest_sglang.errors import ConfigError
@@ -71,13 +74,25 @@ def _jsonl(path: Path) -> list[Example]:
             row = json.loads(line)
         except ValueError:
             raise ConfigError("mmlu data", f"{path}:{n}", "is not JSON", "one JSON object per line") from None
-        choices, answer = row.get("choices"), row.get("answer")
-        letter = LETTERS[answer] if isinstance(answer, int) and 0 <= answer < 4 else str(answer)
-        if not isinstance(choices, list) or len(choices) != 4:
-            raise ConfigError("mmlu data", f"{path}:{n}", "has no list of 4 choices", 'use {"choices": [4 strings]}')
-        out.append(_row([str(row.get("question", "")), *map(str, choices), letter],
-                        _subject(str(row.get("subject", ""))), f"{path}:{n}"))
+        out.append(_record(row, f"{path}:{n}"))
     return out
+
+
+def _parquet(path: Path) -> list[Example]:
+    rows = hub.read_parquet(path, ("question", "subject", "choices", "answer"), "mmlu")
+    return [_record(row, f"{path} row {n}") for n, row in enumerate(rows, start=1)]
+
+
+def _record(row: object, where: str) -> Example:
+    """One row of the Hugging Face layout: ``choices`` a list of 4, ``answer`` an index 0-3 or a letter."""
+    if not isinstance(row, dict):
+        raise ConfigError("mmlu data", where, "is not an object", 'use {"question", "choices", "answer", "subject"}')
+    choices, answer = row.get("choices"), row.get("answer")
+    letter = LETTERS[answer] if isinstance(answer, int) and 0 <= answer < 4 else str(answer)
+    if not isinstance(choices, list) or len(choices) != 4:
+        raise ConfigError("mmlu data", where, "has no list of 4 choices", 'use {"choices": [4 strings]}')
+    return _row([str(row.get("question", "")), *map(str, choices), letter], _subject(str(row.get("subject", ""))),
+                where)
 
 
 def _subject_of(path: Path, suffix: str) -> str:
@@ -95,6 +110,9 @@ def read(path: Path) -> tuple[list[Example], list[Example]]:
                 [e for p in dev for e in _csv(p, _subject_of(p, "_dev"))])
     if path.suffix in (".jsonl", ".json"):
         return _jsonl(path), []
+    if path.suffix == ".parquet":  # the hub's layout: <split>-00000-of-00001.parquet, dev beside test
+        dev = sorted(path.parent.glob("dev-*.parquet")) if path.name.startswith("test-") else []
+        return _parquet(path), [e for p in dev for e in _parquet(p)]
     return _csv(path, _subject_of(path, "_test")), []
 
 
@@ -119,8 +137,14 @@ def extract_answer(text: str) -> str | None:
     return match.group(1).upper() if match else None
 
 
-def task(path: Path, num_examples: int, shots: int) -> Task:
-    rows, pool = read(path)
+def task(path: Path | None, num_examples: int, shots: int, *, hub_timeout_s: float = hub.HUB_TIMEOUT_S) -> Task:
+    """The mmlu task from ``path``, or from the hub's ``all`` test and dev splits when ``path`` is None."""
+    if path is None:
+        data = hub.fetch("mmlu", hub_timeout_s)
+        rows, source = _parquet(data.paths[0]), data.source
+        pool = [e for p in data.paths[1:] for e in _parquet(p)]
+    else:
+        (rows, pool), source = read(path), str(path)
     if not pool and shots > 0:  # no dev split: the first rows of each subject are the shots
         taken: dict[str, int] = {}
         keep = []
@@ -132,9 +156,9 @@ def task(path: Path, num_examples: int, shots: int) -> Task:
                 keep.append(row)
         rows = keep
     if not rows:
-        raise ConfigError("mmlu data", str(path), "has no rows left to score", "pass a larger file or fewer shots")
+        raise ConfigError("mmlu data", source, "has no rows left to score", "pass a larger file or fewer shots")
     zero = shots <= 0
     return Task(name="mmlu", examples=rows[:num_examples], shot_pool=pool,
                 prompt=zero_shot_prompt if zero else few_shot_prompt, extract=extract_answer,
                 template="simple-evals-multichoice" if zero else "mmlu-few-shot",
-                stop=() if zero else ("\n\n", "Question"), source=str(path))
+                stop=() if zero else ("\n\n", "Question"), source=source)

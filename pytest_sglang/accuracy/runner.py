@@ -1,4 +1,7 @@
-"""Run an accuracy task against a server: every example at once up to ``concurrency`` in flight.
+"""Run an accuracy task against a server: :func:`evaluate`, the engine entry of the gate and ``eval``.
+
+``runner="builtin"`` (this module): every example at once up to ``concurrency`` in flight.
+``runner="sgl-eval"``: SGLang's official client asks instead (:mod:`~pytest_sglang.accuracy.sgl_eval`).
 
 Requests go through the load generator's async client (httpx on aiohttp); every answer is read with
 a size cap and within the harness's per-request timeout. A request that fails (HTTP error, timeout,
@@ -10,16 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import httpx
 
+from pytest_sglang.accuracy import sgl_eval as sgl_eval_runner
 from pytest_sglang.accuracy.harness import Harness, answer_text
+from pytest_sglang.accuracy.sgl_eval import RUNNERS, Runner
 from pytest_sglang.accuracy.task import Example, Task
-from pytest_sglang.accuracy.verdict import AccuracyResult
-from pytest_sglang.errors import ServerUnavailable
+from pytest_sglang.accuracy.verdict import AccuracyResult, EvalRunError, Outcome
+from pytest_sglang.errors import ConfigError, ServerUnavailable
 from pytest_sglang.loadgen.client import describe_exc, make_client
 from pytest_sglang.server.client import as_server_url, auth_header
 from pytest_sglang.server.url import ServerURL
@@ -30,16 +36,6 @@ MAX_ANSWER_BYTES = 1024 * 1024
 KEEP_CHARS = 600
 #: ``progress(done, total, correct)``, called as examples finish.
 Progress = Callable[[int, int, int], None]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    index: int
-    correct: bool
-    target: str
-    extracted: str | None
-    output: str
-    error: str | None = None
 
 
 async def _read_json(resp: httpx.Response) -> object:
@@ -92,7 +88,7 @@ async def _model(client: httpx.AsyncClient, url: str) -> str:
 
 
 async def _run(url: ServerURL, harness: Harness, task: Task, api_key: str | None,
-               progress: Progress | None) -> list[Outcome]:
+               progress: Progress | None, timeout_s: float | None) -> list[Outcome]:
     limit = asyncio.Semaphore(harness.concurrency)
     done: list[Outcome] = []
     async with make_client(url.base, api_key=None, connections=harness.concurrency) as client:
@@ -107,17 +103,69 @@ async def _run(url: ServerURL, harness: Harness, task: Task, api_key: str | None
                 progress(len(done), len(task.examples), sum(o.correct for o in done))
             return outcome
 
-        return list(await asyncio.gather(*(one(i, e) for i, e in enumerate(task.examples))))
+        try:
+            return list(await asyncio.wait_for(asyncio.gather(*(one(i, e) for i, e in enumerate(task.examples))),
+                                               timeout_s))
+        except asyncio.TimeoutError:
+            partial = AccuracyResult.from_outcomes(task.name, done, harness.fingerprint(task), timeout_s or 0.0,
+                                                   harness.confidence)
+            raise EvalRunError(f"{url.display}: the run did not finish within timeout_s={timeout_s:g}: "
+                               f"{len(done)}/{len(task.examples)} examples answered ({partial.correct} correct)",
+                               fix="raise timeout_s (eval --timeout), lower num_examples, or raise concurrency",
+                               partial=partial) from None
 
 
 def evaluate(url: str | ServerURL, harness: Harness, *, api_key: str | None = None,
-             progress: Progress | None = None) -> AccuracyResult:
+             progress: Progress | None = None, runner: Runner = "builtin", sgl_eval: str | Path | None = None,
+             sgl_eval_args: Sequence[str] = (), timeout_s: float | None = None,
+             work_dir: Path | None = None) -> AccuracyResult:
     """Run ``harness`` against the server at ``url``; the result carries the score and its interval.
+
+    Args:
+        url: the server (or gateway) base URL.
+        harness: the task and how to ask it.
+        api_key: sent as ``Authorization: Bearer``.
+        progress: ``progress(done, total, correct)`` as examples finish.
+        runner: ``"builtin"`` (this package's harness, SGLang's prompt formats) or ``"sgl-eval"``
+            (SGLang's official client as a subprocess; see :mod:`~pytest_sglang.accuracy.sgl_eval`).
+            Either way the verdict is :func:`~pytest_sglang.accuracy.verdict.judge`'s.
+        sgl_eval: the sgl-eval executable (default: ``sgl-eval`` on PATH or beside this Python).
+        sgl_eval_args: more ``sgl-eval run`` flags (``--prompt``, ``--seed``, ``--chat-template-kwarg``).
+        timeout_s: one deadline for the whole run. None: the built-in runner is bounded by its
+            per-request timeout; sgl-eval gets ``request_timeout_s`` per round of ``concurrency``
+            examples plus 120 s.
+        work_dir: sgl-eval's folder (dataset, log, its run folder), kept; None: a temporary one,
+            removed after a successful run and kept (named in the error) after a failed one.
+
+    Raises:
+        ConfigError: a bad keyword, a missing sgl-eval, or data that cannot be loaded.
+        ServerUnavailable: nothing serves a model at ``url``.
+        EvalRunError: the run gave no verdict (deadline, sgl-eval failure).
 
     Runs its own event loop (``asyncio.run``): call it from synchronous code.
     """
+    _check(runner, sgl_eval, sgl_eval_args, timeout_s)
+    target = as_server_url(url)
+    if runner == "sgl-eval":
+        return sgl_eval_runner.run(target, harness, api_key=api_key, progress=progress, executable=sgl_eval,
+                                   args=sgl_eval_args, timeout_s=timeout_s, work_dir=work_dir)
     task = harness.load()
     start = time.perf_counter()
-    outcomes = asyncio.run(_run(as_server_url(url), harness, task, api_key, progress))
+    outcomes = asyncio.run(_run(target, harness, task, api_key, progress, timeout_s))
     return AccuracyResult.from_outcomes(task.name, outcomes, harness.fingerprint(task),
                                         time.perf_counter() - start, harness.confidence)
+
+
+def _check(runner: object, sgl_eval: object, sgl_eval_args: Sequence[str], timeout_s: object) -> None:
+    if runner not in RUNNERS:
+        raise ConfigError("runner", runner, f"is not one of {', '.join(RUNNERS)}",
+                          "pass runner='builtin' (default) or runner='sgl-eval'")
+    if runner != "sgl-eval" and (sgl_eval is not None or sgl_eval_args):
+        raise ConfigError("sgl_eval" if sgl_eval is not None else "sgl_eval_args",
+                          sgl_eval if sgl_eval is not None else list(sgl_eval_args),
+                          f"applies to runner='sgl-eval' only, not runner={runner!r}",
+                          "pass runner='sgl-eval' too, or drop it")
+    if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
+                                  or not math.isfinite(timeout_s) or timeout_s <= 0):
+        raise ConfigError("timeout_s", timeout_s, "must be a number of seconds > 0",
+                          "pass e.g. 600, or None for the default")

@@ -9,16 +9,41 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from pytest_sglang.accuracy.interval import difference, wilson
-
-if TYPE_CHECKING:
-    from pytest_sglang.accuracy.runner import Outcome
+from pytest_sglang.errors import SGLangError
 
 #: Wrong examples kept for the message and the JSON (enough to see a pattern).
 SHOWN_WRONG = 5
 INTERVAL_METHOD = "Wilson score"
+
+
+class EvalRunError(SGLangError):
+    """The run gave no verdict: sgl-eval crashed or wrote no result, or the run passed its deadline.
+
+    ``log_path`` is the runner's log (kept for reading); ``partial`` the examples scored before it
+    stopped, when there were any (never judged: a partial run is not a sample of the task).
+    """
+
+    def __init__(self, message: str, *, fix: str, log_path: Path | None = None,
+                 partial: AccuracyResult | None = None) -> None:
+        """Keep the parts; the message ends with the ``Fix:`` line."""
+        self.fix, self.log_path, self.partial = fix, log_path, partial
+        super().__init__(f"{message}\nFix: {fix}")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One scored example: ``error`` set when the request got no usable answer (then not ``correct``)."""
+
+    index: int
+    correct: bool
+    target: str
+    extracted: str | None
+    output: str
+    error: str | None = None
 
 
 @dataclass

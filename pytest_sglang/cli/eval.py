@@ -1,24 +1,37 @@
 """``python -m pytest_sglang eval --url URL --task gsm8k --data test.jsonl --min-score 0.7 --json OUT``.
 
-Runs an accuracy task the way SGLang's own harnesses do and judges the score with its binomial
-(Wilson) confidence interval: it fails when the interval's upper bound is below ``--min-score``, or
-when ``--baseline`` (an earlier ``--json`` output) shows a drop larger than the interval allows.
+Runs an accuracy task the way SGLang's own harnesses do (or, with ``--runner sgl-eval``, through
+SGLang's official client) and judges the score with its binomial (Wilson) confidence interval: it
+fails when the interval's upper bound is below ``--min-score``, or when ``--baseline`` (an earlier
+``--json`` output) shows a drop larger than the interval allows. gsm8k and mmlu without ``--data``
+come from the Hugging Face hub.
 
-Exit codes: 0 passed, 1 below the floor or the baseline, 2 bad input, 3 the run could not be made,
-130 interrupted.
+Exit codes: 0 passed, 1 below the floor or the baseline, 2 bad input, 3 the run could not be made
+(server down, hub unreachable, sgl-eval failed, deadline passed), 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from pytest_sglang.accuracy import ROUTES, TASKS, AccuracyResult, Harness, evaluate, judge
+from pytest_sglang.accuracy import (
+    ROUTES,
+    RUNNERS,
+    TASKS,
+    AccuracyResult,
+    DataUnavailable,
+    EvalRunError,
+    Harness,
+    evaluate,
+    judge,
+)
 from pytest_sglang.errors import ConfigError, ServerUnavailable
 from pytest_sglang.redaction import register, scrub
 from pytest_sglang.server.url import parse_server_url
@@ -30,9 +43,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pytest_sglang eval",
                                 description="Score an SGLang server on an accuracy task, with a confidence interval.")
     p.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
-    p.add_argument("--task", required=True, choices=TASKS, help="arithmetic needs no data; gsm8k/mmlu need --data")
+    p.add_argument("--task", required=True, choices=TASKS,
+                   help="arithmetic is generated; gsm8k/mmlu read --data, else the Hugging Face hub")
     p.add_argument("--data", type=Path, default=None,
-                   help="local data: gsm8k JSONL, mmlu CSV/JSONL or its data/ folder")
+                   help="local data: gsm8k JSONL, mmlu CSV/JSONL or its data/ folder, or the hub's parquet")
+    p.add_argument("--hub-timeout", type=float, default=120.0, help="seconds a hub download may take (default 120)")
+    p.add_argument("--runner", choices=RUNNERS, default="builtin",
+                   help="builtin (default) or sgl-eval (SGLang's official client; the verdict stays ours)")
+    p.add_argument("--sgl-eval", default=None, metavar="PATH",
+                   help="the sgl-eval executable (default: sgl-eval on PATH)")
+    p.add_argument("--sgl-eval-args", default="", metavar="ARGS",
+                   help="more `sgl-eval run` flags, one string (e.g. '--prompt my.yaml --seed 0')")
+    p.add_argument("--sgl-eval-dir", type=Path, default=None, metavar="DIR",
+                   help="keep sgl-eval's dataset, log and run folder in DIR (default: a temporary folder)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="one deadline for the whole run (default: bounded per request; sgl-eval: derived)")
     p.add_argument("--num-examples", type=int, default=200, help="examples scored (default 200)")
     p.add_argument("--shots", type=int, default=5, help="few-shot examples in each prompt (default 5)")
     p.add_argument("--route", choices=tuple(ROUTES), default=None,
@@ -94,7 +119,9 @@ def report(result: AccuracyResult, problems: Sequence[str], min_score: float | N
 #: Harness fields as this command's flags, so a message names what the user typed.
 _FLAGS = {"num_examples": "--num-examples", "request_timeout_s": "--request-timeout", "max_tokens": "--max-tokens",
           "shots": "--shots", "concurrency": "--concurrency", "temperature": "--temperature",
-          "confidence": "--confidence", "route": "--route", "task": "--task"}
+          "confidence": "--confidence", "route": "--route", "task": "--task", "runner": "--runner",
+          "sgl_eval": "--sgl-eval", "sgl_eval_args": "--sgl-eval-args", "timeout_s": "--timeout",
+          "hub_timeout_s": "--hub-timeout"}
 
 
 def _in_flags(exc: ConfigError) -> str:
@@ -112,14 +139,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         harness = Harness(task=args.task, num_examples=args.num_examples, shots=args.shots, route=args.route,
                           max_tokens=args.max_tokens, temperature=args.temperature, concurrency=args.concurrency,
                           request_timeout_s=args.request_timeout, data=args.data, seed=args.seed,
-                          confidence=args.confidence)
+                          confidence=args.confidence, hub_timeout_s=args.hub_timeout)
         baseline = _baseline(args.baseline)
-        result = evaluate(url, harness, api_key=args.api_key, progress=Progress(sys.stderr))
+        result = evaluate(url, harness, api_key=args.api_key, progress=Progress(sys.stderr), runner=args.runner,
+                          sgl_eval=args.sgl_eval, sgl_eval_args=_split(parser, args.sgl_eval_args),
+                          timeout_s=args.timeout, work_dir=args.sgl_eval_dir)
+    except (ServerUnavailable, DataUnavailable, EvalRunError) as exc:
+        print(f"error: {scrub(_in_flags(exc) if isinstance(exc, ConfigError) else str(exc))}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
     except ConfigError as exc:
         parser.error(scrub(_in_flags(exc)))
-    except ServerUnavailable as exc:
-        print(f"error: {scrub(str(exc))}", file=sys.stderr)
-        return EXIT_CANNOT_RUN
     except KeyboardInterrupt:
         print("\ninterrupted: the run was stopped and its requests cancelled", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -130,3 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                "problems": problems}}
         args.json.write_text(scrub(json.dumps(doc, indent=1)) + "\n")
     return EXIT_FAILED if problems else EXIT_OK
+
+
+def _split(parser: argparse.ArgumentParser, text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        parser.error(f"--sgl-eval-args={text!r}: cannot be split like a shell line ({exc}). Fix: balance the quotes")

@@ -19,9 +19,16 @@ ROUTES = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 
 @dataclass(frozen=True)
 class CheckContext:
+    """What a check talks to, knows and tolerates.
+
+    ``client`` talks to the server under test (a gateway for a fleet); ``metrics_clients`` read the
+    ``/metrics`` of each worker behind a gateway (empty: the server's own ``/metrics``).
+    """
+
     client: httpx.Client
     features: ServerFeatures
     settings: AcceptanceSettings
+    metrics_clients: tuple[httpx.Client, ...] = ()
 
     def post(self, path: str, body: object) -> http.Reply:
         return http.post(self.client, path, body, timeout_s=self.settings.request_timeout_s)

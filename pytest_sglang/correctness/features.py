@@ -33,6 +33,14 @@ class ServerFeatures:
     max_running_requests: int | None
     incremental_stream: bool  # native /generate streams deltas instead of the text so far
     hicache: bool
+    #: The gateway in front of the workers ("smg", "sglang-router"), None for a single server.
+    gateway: str | None = None
+
+    def need_list_of_prompts(self) -> None:
+        """SGLang takes a list of prompts in one ``/generate``; its gateways answer that with 422."""
+        if self.gateway:
+            raise Unsupported(f"the gateway ({self.gateway}) takes one prompt per /generate (a list of prompts "
+                              "is answered 422): behind a gateway each prompt is its own request")
 
     def need_tool_parser(self) -> None:
         if not self.tool_call_parser:

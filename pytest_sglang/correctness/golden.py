@@ -123,7 +123,7 @@ def read_prompts(path: Path) -> list[str]:
     return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class Divergence:
     prompt_index: int
     prompt: str
@@ -166,10 +166,33 @@ class _Tally:
                 self.worst = (delta, n, k)
 
 
-def compare(client: httpx.Client, doc: dict[str, Any], *, min_match: float = 1.0,
-            max_logprob_delta: float | None = None, timeout_s: float = 120.0) -> CheckReport:
-    """Re-run the recorded prompts and judge the server against the golden document."""
-    report = CheckReport("golden outputs")
+@dataclass(frozen=True)
+class Comparison:
+    """What re-running a recording measured (no verdict: :func:`compare` and the gate judge it)."""
+
+    prompts: int
+    same: int  # prompts whose greedy token ids equal the recording's
+    first: Divergence | None
+    max_delta: float  # the largest logprob difference where the tokens agree
+    worst_at: tuple[int, int] | None  # (prompt, position) of that difference
+    failures: tuple[str, ...]  # prompts that could not be compared (failed requests)
+
+    @property
+    def rate(self) -> float:
+        """The exact-match rate of token ids."""
+        return self.same / self.prompts if self.prompts else 0.0
+
+    def first_text(self) -> str | None:
+        """``prompt 0 'The capital ...' at token 3: recorded '...' vs now '...'``, or None."""
+        first = self.first
+        if first is None:
+            return None
+        return (f"prompt {first.prompt_index} {excerpt(first.prompt, 60)} at token {first.position}: "
+                f"recorded {first.golden!r} vs now {first.actual!r}")
+
+
+def measure(client: httpx.Client, doc: dict[str, Any], *, timeout_s: float = 120.0) -> Comparison:
+    """Re-run the recorded prompts one at a time and compare the answers with the recording."""
     records = [as_dict(r) for r in as_list(doc.get("records"))]
     raw_tokens = doc.get("tokens")
     tokens = raw_tokens if isinstance(raw_tokens, int) else DEFAULT_TOKENS
@@ -177,22 +200,30 @@ def compare(client: httpx.Client, doc: dict[str, Any], *, min_match: float = 1.0
     for n, rec in enumerate(records):
         got = generate(client, str(rec.get("prompt", "")), tokens, timeout_s=timeout_s)
         if isinstance(got, str):
-            report.problems.append(f"prompt {n}: {got}")
+            tally.failures.append(f"prompt {n}: {got}")
         else:
             tally.add(n, rec, got)
-    rate = tally.same / len(records) if records else 0.0
     delta, worst_prompt, worst_at = tally.worst
-    report.figures.update({"prompts": len(records), "exact matches": tally.same, "match rate": rate,
-                           "max logprob delta": delta})
-    first = tally.first
-    if first is not None:
-        report.figures["first divergence"] = f"prompt {first.prompt_index} token {first.position}"
-    if rate < min_match:
-        where = (f"; first divergence: prompt {first.prompt_index} {excerpt(first.prompt, 60)} at token "
-                 f"{first.position}: recorded {first.golden!r} vs now {first.actual!r}") if first else ""
-        report.problems.append(f"{tally.same}/{len(records)} prompts give the recorded token ids (rate {rate:.3f} "
-                               f"< min_match {min_match:g}){where}")
-    if max_logprob_delta is not None and delta > max_logprob_delta:
-        report.problems.append(f"a logprob differs by {delta:.4f} > max_logprob_delta {max_logprob_delta:g} "
-                               f"(prompt {worst_prompt}, token {worst_at}, where the tokens agree)")
+    return Comparison(len(records), tally.same, tally.first, delta,
+                      (worst_prompt, worst_at) if worst_prompt >= 0 else None, tuple(tally.failures))
+
+
+def compare(client: httpx.Client, doc: dict[str, Any], *, min_match: float = 1.0,
+            max_logprob_delta: float | None = None, timeout_s: float = 120.0) -> CheckReport:
+    """Re-run the recorded prompts and judge the server against the golden document."""
+    report = CheckReport("golden outputs")
+    found = measure(client, doc, timeout_s=timeout_s)
+    report.problems.extend(found.failures)
+    report.figures.update({"prompts": found.prompts, "exact matches": found.same, "match rate": found.rate,
+                           "max logprob delta": found.max_delta})
+    if found.first is not None:
+        report.figures["first divergence"] = f"prompt {found.first.prompt_index} token {found.first.position}"
+    if found.rate < min_match:
+        where = f"; first divergence: {found.first_text()}" if found.first else ""
+        report.problems.append(f"{found.same}/{found.prompts} prompts give the recorded token ids (rate "
+                               f"{found.rate:.3f} < min_match {min_match:g}){where}")
+    if max_logprob_delta is not None and found.max_delta > max_logprob_delta and found.worst_at is not None:
+        report.problems.append(f"a logprob differs by {found.max_delta:.4f} > max_logprob_delta "
+                               f"{max_logprob_delta:g} (prompt {found.worst_at[0]}, token {found.worst_at[1]}, "
+                               "where the tokens agree)")
     return report

@@ -82,7 +82,8 @@ def check_cache_logprobs(ctx: CheckContext) -> CheckReport:
     ctx.features.need_radix_cache()
     report = CheckReport("cached vs cold logprobs (mean KL estimate)")
     count, out_len = ctx.settings.samples, ctx.settings.max_tokens * 2
-    prompts = seed_token_ids(ctx.client, count, PROMPT_TOKENS, timeout_s=ctx.settings.request_timeout_s)
+    prompts = seed_token_ids(ctx.client, count, PROMPT_TOKENS, timeout_s=ctx.settings.request_timeout_s,
+                             one_by_one=ctx.features.gateway is not None)
     greedy = {"temperature": 0, "ignore_eos": True}
     if not _flush(ctx, report):
         return report

@@ -33,16 +33,25 @@ def prompt(i: int) -> str:
     return base if i < len(PROMPTS) else f"{base} (variant {i // len(PROMPTS)})"
 
 
-def seed_token_ids(client: httpx.Client, count: int, length: int, *, timeout_s: float) -> list[list[int]]:
+def seed_token_ids(client: httpx.Client, count: int, length: int, *, timeout_s: float,
+                   one_by_one: bool = False) -> list[list[int]]:
     """``count`` token-id sequences of ``length`` valid ids: greedy continuations of :data:`PROMPTS`.
 
     The KL and context-length checks send token ids (``input_ids``): ids the model itself wrote are
-    valid for its vocabulary, whatever the tokenizer.
+    valid for its vocabulary, whatever the tokenizer. ``one_by_one``: one request per prompt (a gateway
+    takes no list of prompts).
     """
-    body = {"text": [prompt(i) for i in range(count)],
-            "sampling_params": {"max_new_tokens": length, "temperature": 0, "ignore_eos": True}}
-    reply = http.post(client, "/generate", body, timeout_s=timeout_s)
-    items = reply.body if isinstance(reply.body, list) else None
+    sampling = {"max_new_tokens": length, "temperature": 0, "ignore_eos": True}
+    if one_by_one:
+        replies = [http.post(client, "/generate", {"text": prompt(i), "sampling_params": sampling},
+                             timeout_s=timeout_s) for i in range(count)]
+        bad = next((r for r in replies if r.status != 200 or not isinstance(r.body, dict)), None)
+        reply = bad if bad is not None else replies[-1]
+        items: list[object] | None = [r.body for r in replies] if bad is None else None
+    else:
+        reply = http.post(client, "/generate", {"text": [prompt(i) for i in range(count)], "sampling_params": sampling},
+                          timeout_s=timeout_s)
+        items = reply.body if isinstance(reply.body, list) else None
     out = [i.get("output_ids") for i in items or [] if isinstance(i, dict)]
     ids = [list(o) for o in out if isinstance(o, list) and len(o) == length and all(isinstance(t, int) for t in o)]
     if reply.status != 200 or len(ids) != count:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
+from pytest_sglang import defaults
 from pytest_sglang.errors import ConfigError
 
 
@@ -19,13 +20,13 @@ class AcceptanceSettings:
     ``concurrency``: the most requests sent at once (capped by the server's running-request limit).
     """
 
-    samples: int = 8
-    max_tokens: int = 16
-    request_timeout_s: float = 60.0
-    min_match_rate: float = 0.8
-    max_kl: float = 0.02
-    concurrency: int = 16
-    disconnect_timeout_s: float = 30.0
+    samples: int = defaults.ACCEPTANCE_SAMPLES
+    max_tokens: int = defaults.ACCEPTANCE_MAX_TOKENS
+    request_timeout_s: float = defaults.ACCEPTANCE_REQUEST_TIMEOUT_S
+    min_match_rate: float = defaults.ACCEPTANCE_MIN_MATCH_RATE
+    max_kl: float = defaults.ACCEPTANCE_MAX_KL
+    concurrency: int = defaults.ACCEPTANCE_CONCURRENCY
+    disconnect_timeout_s: float = defaults.ACCEPTANCE_DISCONNECT_TIMEOUT_S
 
     def __post_init__(self) -> None:
         for name in ("samples", "max_tokens", "concurrency"):

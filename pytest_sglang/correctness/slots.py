@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from pytest_sglang.correctness import http
 from pytest_sglang.correctness.context import ROUTES, CheckContext
 from pytest_sglang.correctness.http import StreamReply
 from pytest_sglang.correctness.result import CheckReport, Unsupported
@@ -24,8 +25,14 @@ LONG_OUTPUT = 4096
 
 
 def running(ctx: CheckContext) -> float | None:
-    """The server's running requests now (the gauge summed over ranks); None when unreadable."""
-    reply = ctx.get("/metrics")
+    """The server's running requests now (the gauge summed over ranks, and over a fleet's workers)."""
+    if not ctx.metrics_clients:
+        return _running(ctx.get("/metrics"))
+    values = [_running(http.get(c, "/metrics", timeout_s=ctx.settings.request_timeout_s)) for c in ctx.metrics_clients]
+    return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
+
+
+def _running(reply: http.Reply) -> float | None:
     if reply.status == 404:
         raise Unsupported("/metrics answers 404: the server runs without --enable-metrics")
     if reply.status != 200:

@@ -16,6 +16,13 @@ from typing import Any
 
 Value = float | int | str | bool | None
 
+class GateNotApplicable(Exception):
+    """The gate cannot run in this setup (e.g. failover on a fleet it did not launch): the test is skipped.
+
+    Not an :class:`~pytest_sglang.errors.SGLangError`: nothing is wrong, the check just does not apply.
+    """
+
+
 def _ge(m: Any, r: Any) -> bool:
     return bool(m >= r)
 

@@ -20,6 +20,7 @@ from pytest_sglang.gates.keywords import AnyOf, OptionalCount, Requires
 from pytest_sglang.gates.registry import GateContext
 
 if TYPE_CHECKING:
+    from pytest_sglang.fleet.handle import SGLangFleet
     from pytest_sglang.loadgen import LoadResult, LoadSpec
     from pytest_sglang.server.handle import SGLangServer
 
@@ -130,18 +131,28 @@ def evaluate_capacity(
     info: Mapping[str, Any], *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
     min_context_length: int | None = None, min_concurrent_requests: int | None = None,
     avg_request_tokens: int | None = None, max_model_len: int | None = None,
+    min_fleet_total_tokens: int | None = None,
 ) -> GateOutcome:
     """Compare the server's KV capacity (``/server_info``) with these floors (per DP rank).
 
     ``max_model_len`` is ``/v1/models`` ``data[0].max_model_len`` when the caller has it. The
     keywords are checked as the ``sglang_capacity`` marker declares them (:func:`run_marker`).
+    ``min_fleet_total_tokens`` on one server is the sum over its DP ranks (a fleet of one; a fleet's
+    sum is :func:`pytest_sglang.gates.perworker.evaluate_fleet_capacity`'s).
     """
     keywords.check(run_marker, "evaluate_capacity", {
         k: v for k, v in (("min_total_tokens", min_total_tokens), ("min_running_requests", min_running_requests),
                           ("min_context_length", min_context_length),
                           ("min_concurrent_requests", min_concurrent_requests),
-                          ("avg_request_tokens", avg_request_tokens)) if v is not None})
+                          ("avg_request_tokens", avg_request_tokens),
+                          ("min_fleet_total_tokens", min_fleet_total_tokens)) if v is not None})
     out = GateOutcome(GATE)
+    if min_fleet_total_tokens is not None:
+        pools = token_capacity(info)
+        out.add(compare(GATE, "fleet_total_tokens", sum(pools.per_rank) if pools.per_rank else None, ">=",
+                        min_fleet_total_tokens, unit="tokens", keyword="min_fleet_total_tokens",
+                        source=f"one server (no gateway): sum over its DP ranks of {pools.source}",
+                        remedy=_tokens_remedy(info) + "; or serve from more workers (--sglang-workers N)"))
     if min_total_tokens is not None:
         out.add(_check("min_total_tokens", "max_total_num_tokens", token_capacity(info), min_total_tokens,
                        "tokens", _tokens_remedy(info)))
@@ -172,10 +183,21 @@ def _add_context(out: GateOutcome, info: Mapping[str, Any]) -> None:
         out.context["server args"] = view
 
 
-def assert_capacity(info: Mapping[str, Any], **kwargs: Any) -> GateOutcome:
-    """:func:`evaluate_capacity`, raising ``AssertionError(outcome.message())`` on a miss."""
+def assert_capacity(info: Mapping[str, Any] | SGLangServer | SGLangFleet, **kwargs: Any) -> GateOutcome:
+    """:func:`evaluate_capacity`, raising ``AssertionError(outcome.message())`` on a miss.
+
+    ``info`` is a ``/server_info`` payload, or a server or fleet (``sglang_server``, ``sglang_fleet``):
+    on a fleet every worker is checked (one record per worker), as the marker does.
+    """
     __tracebackhide__ = True
-    outcome = evaluate_capacity(info, **kwargs)
+    if isinstance(info, Mapping):
+        outcome = evaluate_capacity(info, **kwargs)
+    else:
+        from pytest_sglang.gates.perworker import as_fleet, evaluate_fleet_capacity
+
+        fleet = as_fleet(info)
+        outcome = (evaluate_fleet_capacity(fleet, **kwargs) if fleet is not None
+                   else evaluate_capacity(info.info(), **kwargs))
     outcome.raise_for_failures()
     return outcome
 
@@ -227,7 +249,7 @@ def verify_live_checks(result: LoadResult, required: int) -> list[Check]:
     ]
 
 
-def _max_model_len(server: SGLangServer) -> int | None:
+def served_max_model_len(server: SGLangServer) -> int | None:
     """``/v1/models`` ``data[0].max_model_len``, or None when it cannot be read."""
     try:
         with server.client() as client:
@@ -239,7 +261,8 @@ def _max_model_len(server: SGLangServer) -> int | None:
 
 
 @keywords.rules(
-    AnyOf(("min_total_tokens", "min_running_requests", "min_context_length", "min_concurrent_requests")),
+    AnyOf(("min_total_tokens", "min_running_requests", "min_context_length", "min_concurrent_requests",
+           "min_fleet_total_tokens")),
     Requires("min_concurrent_requests", needs=("avg_request_tokens",),
              why="how many tokens one request holds: prompt + output",
              fix="add avg_request_tokens=4000 (or your typical request size)"),
@@ -250,16 +273,24 @@ def run_marker(
     ctx: GateContext, *, min_total_tokens: OptionalCount = None, min_running_requests: OptionalCount = None,
     min_context_length: OptionalCount = None, min_concurrent_requests: OptionalCount = None,
     avg_request_tokens: OptionalCount = None, verify_live: bool = False,
+    min_fleet_total_tokens: OptionalCount = None,
 ) -> GateOutcome:
     """The ``sglang_capacity`` marker: the static gate, then (``verify_live=True``) the live check.
 
+    On a fleet (a gateway) every floor applies to every worker (one record per worker) and
+    ``min_fleet_total_tokens`` to the sum of the workers' KV pools; the live check goes through the gateway.
     This signature declares the marker's keywords (types, defaults, ranges, relations): the plugin
     validates a marker against it at collection and shows it in ``pytest --markers``.
     """
-    outcome = evaluate_capacity(
-        ctx.server.info(), min_total_tokens=min_total_tokens, min_running_requests=min_running_requests,
-        min_context_length=min_context_length, min_concurrent_requests=min_concurrent_requests,
-        avg_request_tokens=avg_request_tokens, max_model_len=_max_model_len(ctx.server))
+    from pytest_sglang.gates.perworker import evaluate_fleet_capacity
+    from pytest_sglang.gates.shares import fleet_of
+
+    floors = {"min_total_tokens": min_total_tokens, "min_running_requests": min_running_requests,
+              "min_context_length": min_context_length, "min_concurrent_requests": min_concurrent_requests,
+              "avg_request_tokens": avg_request_tokens, "min_fleet_total_tokens": min_fleet_total_tokens}
+    fleet = fleet_of(ctx.server)
+    outcome = (evaluate_fleet_capacity(fleet, **floors) if fleet is not None
+               else evaluate_capacity(ctx.server.info(), max_model_len=served_max_model_len(ctx.server), **floors))
     if verify_live and min_concurrent_requests is not None and avg_request_tokens is not None:
         result = ctx.load(live_spec(min_concurrent_requests, avg_request_tokens))
         for check in verify_live_checks(result, min_concurrent_requests):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, runtime_checkable
 
 from pytest_sglang.errors import SGLangError
 from pytest_sglang.gates import keywords
@@ -24,10 +24,13 @@ from pytest_sglang.loadgen.prefix_reuse import ReuseResult, run_prefix_reuse
 from pytest_sglang.sglang.hostmem import GB, GiB
 
 if TYPE_CHECKING:
+    from pytest_sglang.fleet.handle import SGLangFleet
+    from pytest_sglang.server.handle import SGLangServer
     from pytest_sglang.server.phases import HostPool, StartupReport
     from pytest_sglang.sglang.metrics_text import Sample
 
 
+@runtime_checkable
 class HicacheServer(Protocol):
     """What this gate reads from a server (an ``SGLangServer``, or a fake in tests)."""
 
@@ -190,10 +193,22 @@ def evaluate_hicache(
     return out
 
 
-def assert_hicache(server: HicacheServer, **kwargs: Any) -> GateOutcome:
-    """:func:`evaluate_hicache`, raising ``AssertionError(outcome.message())`` on a miss."""
+def assert_hicache(server: HicacheServer | SGLangFleet, **kwargs: Any) -> GateOutcome:
+    """:func:`evaluate_hicache`, raising ``AssertionError(outcome.message())`` on a miss.
+
+    On a fleet (``sglang_fleet``, or ``sglang_server`` when it is a gateway) every worker is checked,
+    one record per worker, as the marker does.
+    """
     __tracebackhide__ = True
-    outcome = evaluate_hicache(server, **kwargs)
+    from pytest_sglang.gates.perworker import as_fleet, evaluate_fleet_hicache
+
+    fleet = as_fleet(server)
+    if fleet is not None:
+        outcome = evaluate_fleet_hicache(fleet, **kwargs)
+    elif isinstance(server, HicacheServer):
+        outcome = evaluate_hicache(server, **kwargs)
+    else:
+        raise TypeError(f"assert_hicache() takes a server or a fleet, not {type(server).__name__}")
     outcome.raise_for_failures()
     return outcome
 
@@ -243,20 +258,21 @@ def _unmeasured(reason: str, remedy: str) -> Check:
     return compare(GATE, "host_hit_tokens", None, ">=", 1, source=reason, remedy=remedy)
 
 
-def _run_effective(ctx: GateContext, outcome: GateOutcome, min_gain: float | None) -> None:
-    info = ctx.server.info()
+def run_effective(ctx: GateContext, server: SGLangServer, outcome: GateOutcome, min_gain: float | None) -> None:
+    """The ``effective=True`` workload against ``server`` (under the run-wide load lock); checks into ``outcome``."""
+    info = server.info()
     if info.get("enable_hierarchical_cache") is not True:
         outcome.add(_unmeasured("workload not run: /server_info enable_hierarchical_cache is not true",
                                 "add --enable-hierarchical-cache to the launch args"))
         return
-    device, host = token_capacity(info).least, _host_tokens_for_workload(ctx.server, info)
+    device, host = token_capacity(info).least, _host_tokens_for_workload(server, info)
     max_input = info.get("max_req_input_len")
     if device is None or host is None or not isinstance(max_input, int):
         outcome.add(_unmeasured(f"workload not sized: {_ENABLE}", "make the host pool size visible"))
         return
     try:
         with _load_lock(ctx):
-            result = run_prefix_reuse(ctx.server, device_tokens=device, host_tokens=host, max_input=max_input)
+            result = run_prefix_reuse(server, device_tokens=device, host_tokens=host, max_input=max_input)
     except ValueError as exc:
         outcome.add(_unmeasured(f"workload not possible: {exc}", _SIZE_FIX))
         return
@@ -279,13 +295,22 @@ def run_marker(
 ) -> GateOutcome:
     """The ``sglang_hicache`` marker: configuration and pool checks, then the workload if ``effective``.
 
+    On a fleet (a gateway) every worker is checked and, with ``effective=True``, runs the workload
+    itself (sent to it directly), one record per worker.
     This signature declares the marker's keywords (types, defaults, ranges, SGLang's choices,
     relations): the plugin validates a marker against it at collection and shows it in ``--markers``.
     """
-    outcome = evaluate_hicache(
-        ctx.server, enabled=enabled, min_host_tokens=min_host_tokens,
-        min_host_gb_per_rank=min_host_gb_per_rank, min_ratio=min_ratio, write_policy=write_policy,
-        io_backend=io_backend, mem_layout=mem_layout, storage_backend=storage_backend)
-    if effective:
-        _run_effective(ctx, outcome, min_gain)
+    from pytest_sglang.gates.perworker import effective_per_worker, evaluate_fleet_hicache
+    from pytest_sglang.gates.shares import fleet_of
+
+    given: dict[str, Any] = dict(
+        enabled=enabled, min_host_tokens=min_host_tokens, min_host_gb_per_rank=min_host_gb_per_rank,
+        min_ratio=min_ratio, write_policy=write_policy, io_backend=io_backend, mem_layout=mem_layout,
+        storage_backend=storage_backend)
+    fleet = fleet_of(ctx.server)
+    outcome = evaluate_hicache(ctx.server, **given) if fleet is None else evaluate_fleet_hicache(fleet, **given)
+    if effective and fleet is not None:
+        effective_per_worker(ctx, fleet, outcome, min_gain)
+    elif effective:
+        run_effective(ctx, ctx.server, outcome, min_gain)
     return outcome

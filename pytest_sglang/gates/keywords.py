@@ -27,8 +27,8 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_typ
 from pytest_sglang.errors import ConfigError
 
 __all__ = [
-    "Above", "AnyOf", "AtLeast", "AtMost", "Count", "Fraction", "Keyword", "KeywordError", "NotBelow", "OneOf",
-    "OptionalCount", "Requires", "Seconds", "Threshold", "check", "declared", "marker_problem", "rules",
+    "Above", "AnyOf", "AtLeast", "AtMost", "Count", "EachOneOf", "Fraction", "Keyword", "KeywordError", "NotBelow",
+    "OneOf", "OptionalCount", "Requires", "Seconds", "Threshold", "check", "declared", "marker_problem", "rules",
     "sglang_choices", "signature_text",
 ]
 
@@ -118,7 +118,53 @@ class OneOf:
         return repr(close[0]) if close else None
 
 
-Constraint = AtLeast | Above | AtMost | Fraction | OneOf
+@dataclass(frozen=True)
+class EachOneOf:
+    """A list keyword (``list[str]``) whose every item is one of ``choices`` (``ignore=["tp_size"]``).
+
+    The choices can be many, so the requirement names ``what`` they are (and where they are listed), and
+    a bad item is named with the closest choice instead of the whole list.
+    """
+
+    choices: tuple[str, ...]
+    #: What the items name, e.g. "fields the consistency check compares (docs/fleet.md)".
+    what: str
+
+    @property
+    def text(self) -> str:
+        return f"naming {self.what}"
+
+    def ok(self, value: object) -> bool:
+        return isinstance(value, (list, tuple)) and all(v in self.choices for v in value)
+
+    def unknown(self, value: object) -> list[str]:
+        """The items of ``value`` that are not choices."""
+        items = value if isinstance(value, (list, tuple)) else ()
+        return [v for v in items if isinstance(v, str) and v not in self.choices]
+
+    def why(self, value: object) -> str:
+        """``has an unknown name 'tp_sise'``: the first bad item, shortened."""
+        bad = self.unknown(value)
+        return f"has an unknown name {_short(bad[0], 40)}: not one of the {self.what}" if bad \
+            else f"must be a list of strings {self.text}"
+
+    def suggest(self, value: object) -> str | None:
+        """The list meant: each unknown item replaced by its closest choice, a lone string put in a list."""
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            return None
+        fixed = [v if v in self.choices else _closest(v, self.choices) for v in items]
+        return repr(fixed) if all(f is not None for f in fixed) and fixed != value else None
+
+
+def _closest(value: object, choices: tuple[str, ...]) -> str | None:
+    if not isinstance(value, str) or len(value) > 100:
+        return None
+    close = difflib.get_close_matches(value, choices, n=1)
+    return close[0] if close else None
+
+
+Constraint = AtLeast | Above | AtMost | Fraction | OneOf | EachOneOf
 
 
 #: Shared keyword types. A threshold of 0 or less checks nothing (or everything): refused.
@@ -136,7 +182,8 @@ def sglang_choices(flag: str) -> OneOf:
 
 
 # ---- one keyword, read from the signature --------------------------------------------------------
-_TYPE_TEXT = {bool: "True or False", int: "a whole number", float: "a number", str: "a string"}
+_TYPE_TEXT = {bool: "True or False", int: "a whole number", float: "a number", str: "a string",
+              list: "a list of strings"}
 
 
 @dataclass(frozen=True)
@@ -180,12 +227,13 @@ class Keyword:
         if isinstance(value, float) and not math.isfinite(value):
             return f"must be {self.requirement}, not {value}"
         if not all(c.ok(value) for c in self.constraints):
-            return f"must be {self.requirement}"
+            names = [c for c in self.constraints if isinstance(c, EachOneOf)]
+            return names[0].why(value) if names else f"must be {self.requirement}"
         return None
 
     def fix(self, value: object) -> str:
         for constraint in self.constraints:
-            if not isinstance(constraint, (Fraction, OneOf)):
+            if not isinstance(constraint, (Fraction, OneOf, EachOneOf)):
                 continue
             suggestion = constraint.suggest(value)
             if suggestion is not None:
@@ -195,6 +243,8 @@ class Keyword:
         return f"give {self.name} {self.requirement}{leave}"
 
     def _type_ok(self, value: object) -> bool:
+        if isinstance(value, (list, tuple)):  # the one container a keyword may be: a list of strings
+            return list in self.types and all(isinstance(v, str) for v in value)
         if isinstance(value, bool):  # bool is an int subclass: True is not a threshold
             return bool in self.types
         if isinstance(value, int):
@@ -229,14 +279,17 @@ def _split(hint: Any) -> tuple[Any, tuple[Constraint, ...]]:
 
 def _types(base: Any, name: str) -> tuple[type, ...]:
     members = get_args(base) if get_origin(base) in (Union, types.UnionType) else (base,)
-    allowed = (bool, int, float, str, type(None))
+    # ``list[str]``: a list (or tuple) of strings, e.g. sglang_fleet(ignore=[...]); the one container allowed.
+    members = tuple(list if get_origin(m) is list and get_args(m) == (str,) else m for m in members)
+    allowed = (bool, int, float, str, list, type(None))
     if not all(m in allowed for m in members):
         raise TypeError(f"marker keyword {name!r}: declare it as a union of {allowed} (got {base!r})")
     return tuple(members)
 
 
 def _annotation_text(kinds: Sequence[type]) -> str:
-    return " | ".join("None" if t is type(None) else t.__name__ for t in kinds)
+    shown = {type(None): "None", list: "list[str]"}
+    return " | ".join(shown.get(t, t.__name__) for t in kinds)
 
 
 def _keyword(param: inspect.Parameter, hint: Any) -> Keyword:

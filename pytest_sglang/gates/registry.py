@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # types only: importing the plugin must not import the engine
     from pytest_sglang.gates.base import GateOutcome
     from pytest_sglang.loadgen import LoadResult, LoadSpec
     from pytest_sglang.server.handle import SGLangServer
+    from pytest_sglang.server.url import ServerURL
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,20 @@ GATES: tuple[MarkerGate, ...] = (
     MarkerGate("sglang_slo", "pytest_sglang.gates.slo:run_marker",
                "find the highest concurrency at which the SLO holds and fail if it is below "
                "min_concurrency."),
+    MarkerGate("sglang_fleet", "pytest_sglang.gates.fleet:run_marker",
+               "fail unless the workers behind the gateway are healthy, alike and evenly used (and, with "
+               "cache_aware=True, route shared prefixes to one worker)."),
+    MarkerGate("sglang_accuracy", "pytest_sglang.gates.accuracy:run_marker",
+               "run an accuracy task and fail when the score's confidence interval lies below min_score "
+               "(or a baseline's)."),
+    MarkerGate("sglang_golden", "pytest_sglang.gates.golden:run_marker",
+               "fail unless the server's greedy tokens and logprobs match the recording at path."),
+    MarkerGate("sglang_failover", "pytest_sglang.gates.failover:run_marker",
+               "kill a worker of a launched fleet under load and fail on client errors, slow detection "
+               "or slow recovery beyond these limits."),
+    MarkerGate("sglang_pd", "pytest_sglang.gates.pd:run_marker",
+               "fail unless a prefill-decode fleet's workers are the roles the gateway gives them, move their KV "
+               "under load without failures and (with parity=True) answer like a single server."),
 )
 
 GATES_BY_MARKER = {g.marker: g for g in GATES}
@@ -85,9 +100,18 @@ class GateContext:
     run-wide load lock (load tests never overlap, also under xdist) and records the result for the
     reports; the plugin's also offers ``lock()`` (:class:`LockingLoad`) for traffic a gate sends
     itself. ``factory`` is the session's ``sglang_server_factory`` (A/B launches) or None.
+    ``eval_data`` is the run's ``--sglang-eval-data``; ``write`` shows a line on the terminal while the
+    gate runs (None with ``-q`` or outside pytest); ``request_timeout_s``/``load_timeout_s`` are the run's
+    ``--sglang-request-timeout``/``--sglang-load-timeout`` for loads a gate runs itself.
     """
 
     server: SGLangServer
     load: LoadFn
     factory: Callable[..., SGLangServer] | None = None
     nodeid: str = ""
+    eval_data: str | None = None
+    write: Callable[[str], None] | None = None
+    request_timeout_s: float | None = None
+    load_timeout_s: float | None = None
+    #: ``--sglang-pd-reference-url``: the single server a prefill-decode fleet is compared with.
+    pd_reference_url: ServerURL | None = None

@@ -18,6 +18,7 @@ from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import GateOutcome, compare
 from pytest_sglang.gates.keywords import AnyOf, AtLeast, AtMost, Count, NotBelow, OneOf, Seconds, Threshold
 from pytest_sglang.gates.registry import GateContext
+from pytest_sglang.gates.shares import run_loads
 from pytest_sglang.gates.throughput import Length, Timeout, evaluate_throughput
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT
@@ -149,7 +150,9 @@ def run_marker(
     """Find the highest concurrency meeting the SLO; fail if it is below ``min_concurrency``.
 
     ``time_budget_s`` is a deadline: a level still running when it passes is cut short and not judged.
-    ``request_timeout_s`` and ``load_timeout_s`` apply to each level's load.
+    ``request_timeout_s`` and ``load_timeout_s`` apply to each level's load. On a fleet the loads go
+    through the gateway and the outcome records each worker's share of all the search's requests
+    (``context["worker_shares"]``).
     """
     ceilings = {
         k: v
@@ -171,8 +174,10 @@ def run_marker(
         return result
 
     s = Search(run=run, ceilings=ceilings, max_requests=max_requests, time_budget_s=time_budget_s)
-    best = search(s, min_concurrency, max_concurrency)
+    best, shares = run_loads(ctx.server, lambda: search(s, min_concurrency, max_concurrency))
     outcome = GateOutcome(gate=GATE)
+    if shares is not None:  # a fleet: each worker's share of every level's requests together
+        shares.record(outcome)
     slo = ", ".join(f"{k} {v:g}" for k, v in ceilings.items())
     outcome.add(
         compare(

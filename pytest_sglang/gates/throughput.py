@@ -253,6 +253,14 @@ def median_result(results: Sequence[LoadResult]) -> LoadResult:
     )
 
 
+def load_spec(*, requests: int, concurrency: int | None, request_rate: float | None, input_len: int,
+              output_len: int, api: str, request_timeout_s: float | None, load_timeout_s: float | None) -> LoadSpec:
+    """The load of the load-shape keywords (``sglang_throughput`` and ``sglang_fleet`` share them)."""
+    return LoadSpec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
+                    output_len=output_len, api=api, request_timeout_s=request_timeout_s,
+                    load_timeout_s=load_timeout_s)
+
+
 def run_marker(
     ctx: GateContext,
     *,
@@ -276,6 +284,8 @@ def run_marker(
 ) -> GateOutcome:
     """``@pytest.mark.sglang_throughput``: run the load ``repeats`` times and judge the median run.
 
+    On a fleet the load goes through the gateway, and the outcome also records each worker's share of
+    the requests (``context["worker_shares"]``, from the workers' own /metrics: :mod:`.shares`).
     This signature declares the marker's keywords (types, defaults, ranges): the plugin validates a
     marker against it at collection and shows it in ``pytest --markers``.
     """
@@ -288,20 +298,19 @@ def run_marker(
             "must be a whole number >= 1",
             "use repeats=3 to judge the median of three runs",
         )
-    spec = LoadSpec(
-        requests=requests,
-        concurrency=concurrency,
-        request_rate=request_rate,
-        input_len=input_len,
-        output_len=output_len,
-        api=api,
-        request_timeout_s=request_timeout_s,
-        load_timeout_s=load_timeout_s,
-    )
-    results = [ctx.load(spec) for _ in range(repeats)]
+    spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
+                     output_len=output_len, api=api, request_timeout_s=request_timeout_s,
+                     load_timeout_s=load_timeout_s)
+    from pytest_sglang.gates.shares import run_loads
+
+    results, shares = run_loads(ctx.server, lambda: [ctx.load(spec) for _ in range(repeats)])
     result = median_result(results)
     given = floors_given(locals())
     outcome = judge(result, given, max_error_rate, server_check(ctx.server, result))
+    if shares is not None:
+        shares.record(outcome)
+        if not result.server_view:  # the sampler read the gateway's /metrics, which is not a worker's
+            outcome.context["server view (/metrics peaks)"] = "not sampled through the gateway (see worker_shares)"
     if repeats > 1:
         outcome.context["repeats"] = f"median of {repeats} runs; output tok/s per run: " + ", ".join(
             f"{r.output_throughput:.1f}" for r in results

@@ -13,6 +13,15 @@ import httpx
 #: Bytes of a /metrics page read (a real one is tens of KB; a hostile one could be endless).
 MAX_METRICS_BYTES = 4 * 1024 * 1024
 GAUGES = {"sglang:num_running_reqs": "sum", "sglang:num_queue_reqs": "sum", "sglang:token_usage": "max"}
+# Counters read from each worker of a fleet before and after a load (SGLang 0.5.23 tokenizer metrics, summed
+# over their label sets). Requests are counted as they finish; SGLang's own /health probes are not counted
+# (log_metrics=False), so a gateway's health checks do not move them.
+#: Requests each worker served (``is_streaming`` true and false).
+REQUESTS_TOTAL = "sglang:num_requests_total"
+#: Prompt tokens served from the prefix cache (``cache_source`` device/host/storage, or total).
+CACHED_TOKENS_TOTAL = "sglang:cached_tokens_total"
+#: Prompt tokens received.
+PROMPT_TOKENS_TOTAL = "sglang:prompt_tokens_total"
 _LINE = re.compile(r"^(sglang:[a-z_]+)(?:\{[^}]*\})?\s+([-+0-9.eEinfNa]+)", re.MULTILINE)
 
 

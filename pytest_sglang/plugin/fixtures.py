@@ -17,6 +17,7 @@ from pytest_sglang.plugin.keys import POOL_KEY
 if TYPE_CHECKING:
     import httpx
 
+    from pytest_sglang.fleet import SGLangFleet
     from pytest_sglang.plugin.load_runner import LoadRunner
     from pytest_sglang.plugin.pool import ServerPool
     from pytest_sglang.plugin.results import GateResults
@@ -88,6 +89,19 @@ sglang_server_factory = factory_fixture()
 def sglang_server_info(sglang_server: SGLangServer) -> dict[str, Any]:
     """The server's validated ``/server_info`` with secrets scrubbed (a JSON object)."""
     return sglang_server.info()
+
+
+@pytest.fixture(scope="session")
+def sglang_fleet(sglang_server: SGLangServer) -> SGLangFleet:
+    """The fleet behind the gateway under test: the gateway plus one handle per worker.
+
+    Attach to a gateway (smg, sglang-router) with --sglang-url, or launch one with --sglang-workers N.
+    """
+    if sglang_server.fleet is None:
+        pytest.fail(f"sglang_fleet: {sglang_server.server_url} is a single SGLang server, not a gateway. Fix: "
+                    "attach to SGLang's gateway (smg or sglang-router) with --sglang-url, or launch a fleet "
+                    "with --sglang-workers N", pytrace=False)
+    return sglang_server.fleet
 
 
 @pytest.fixture

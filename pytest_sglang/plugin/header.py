@@ -28,6 +28,13 @@ def _mode_lines(settings: Settings) -> list[str]:
     # Masked as SGLang will read the args (--api-ke K, --api-key=K), the command's own flags included.
     args = " ".join(display_launch(settings.launch_args or (), settings.sglang_command or ()))
     log_dir = settings.sglang_log_dir or "<pytest basetemp>/sglang-logs"
+    if settings.fleet:
+        gateway = " ".join(settings.sglang_gateway_command or ("smg launch (else sglang_router)",))
+        workers = (f"workers={settings.sglang_workers}" if settings.sglang_workers is not None else
+                   f"prefill={settings.sglang_prefill or 0} decode={settings.sglang_decode or 0}")
+        return [f"sglang: mode=launch runner={settings.runner} {workers} gateway={gateway} "
+                "url=(free ports picked at start)", f"sglang: launch args (each worker): {args}",
+                f"sglang: server logs in {log_dir}"]
     return [f"sglang: mode=launch runner={settings.runner} url=(free port picked at start)",
             f"sglang: launch args: {args}", f"sglang: server logs in {log_dir}"]
 

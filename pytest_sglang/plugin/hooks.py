@@ -21,6 +21,7 @@ import pytest
 from pytest_sglang.plugin import markers, settings
 from pytest_sglang.plugin.fixtures import (  # noqa: F401  (fixtures are found by name on the plugin module)
     sglang_client,
+    sglang_fleet,
     sglang_gate,
     sglang_load,
     sglang_server,
@@ -180,7 +181,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return header_lines(config, resolved)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    resolved = config.stash.get(SETTINGS_KEY, None)
+    if resolved is not None and resolved.sglang_golden is not None:  # one more test: golden outputs
+        from pytest_sglang.plugin.golden_item import add_golden_item
+
+        add_golden_item(session, items, resolved, usage_error=not is_worker(config))
     markers.validate_items(items, usage_error=not is_worker(config))
 
 

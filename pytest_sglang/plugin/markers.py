@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_sglang.errors import SGLangError
+from pytest_sglang.gates.base import GateNotApplicable
 from pytest_sglang.gates.registry import DOCS_URL, GATES, GATES_BY_MARKER, GateContext
 from pytest_sglang.plugin.keys import RESULTS_KEY
 
@@ -118,15 +119,24 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
         return
     server = request.getfixturevalue("sglang_server")
     from pytest_sglang import redaction
+    from pytest_sglang.plugin.keys import SETTINGS_KEY
     from pytest_sglang.plugin.load_runner import load_runner
+    from pytest_sglang.plugin.pool import terminal_write
     from pytest_sglang.plugin.results import record
 
     runner = load_runner(request, server)
+    settings = request.config.stash.get(SETTINGS_KEY, None)
     ctx = GateContext(server=server, load=runner, factory=request.getfixturevalue("sglang_server_factory"),
-                      nodeid=request.node.nodeid)
+                      nodeid=request.node.nodeid, eval_data=settings.sglang_eval_data if settings else None,
+                      write=terminal_write(request.config, visible=True),
+                      request_timeout_s=settings.sglang_request_timeout if settings else None,
+                      load_timeout_s=settings.sglang_load_timeout if settings else None,
+                      pd_reference_url=settings.sglang_pd_reference_url if settings else None)
     for mark in marks:
         try:
             outcome = GATES_BY_MARKER[mark.name].load()(ctx, **mark.kwargs)
+        except GateNotApplicable as exc:
+            pytest.skip(str(exc))
         except SGLangError as exc:
             text = f"@pytest.mark.{mark.name} could not measure: {type(exc).__name__}: {exc}"
             pytest.fail(redaction.scrub(text), pytrace=False)

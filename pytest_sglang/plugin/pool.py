@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, Protocol
 
@@ -104,6 +104,7 @@ class ServerPool:
         #: Told about the primary server's start (identity, or the failure); None until registered.
         self.report_session: ReportSession | None = None
         self._servers: dict[LaunchConfig, SGLangServer] = {}
+        self._fleets: list[SGLangServer] = []  # launched gateways (each stops its workers)
         self._failures: dict[object, StartFailure] = {}
         self._factory_errors: dict[LaunchConfig, SGLangError] = {}
         self._primary: SGLangServer | None = None
@@ -181,14 +182,26 @@ class ServerPool:
             raise NoServerConfigured(NO_SERVER_MESSAGE)
         if self.worker_input is not None:
             raise NoServerConfigured("xdist worker got no server URL from the controller (it never launches)")
-        return self.launch(launch_config(self.settings, self.log_dir()))
+        config = launch_config(self.settings, self.log_dir())
+        if self.settings.fleet:
+            return self.launch_fleet(config)
+        return self.launch(config)
 
     def _attach(self, url: str | ServerURL, api_key: str | None) -> SGLangServer:
         from pytest_sglang.server import attach
 
         # One deadline: --sglang-startup-timeout bounds the attach too (at most ATTACH_TIMEOUT_S).
-        return attach(url, api_key=api_key, validate=self.settings.sglang_validate,
-                      timeout_s=self.settings.sglang_startup_timeout)
+        server = attach(url, api_key=api_key, validate=self.settings.sglang_validate,
+                        timeout_s=self.settings.sglang_startup_timeout, min_workers=self.settings.sglang_min_workers,
+                        fleet_direct=self.settings.sglang_fleet_direct)
+        if server.fleet is not None and self.worker_input is None:
+            self._say(f"sglang: mode=attach {server.fleet.describe()} url={server.server_url}")
+        return server
+
+    def _say(self, line: str) -> None:
+        write = terminal_write(self.config, visible=True)  # also from inside a fixture (output captured)
+        if write is not None:
+            write(line)
 
     def _announce(self, server: SGLangServer) -> None:
         if self.report_session is None:
@@ -211,6 +224,27 @@ class ServerPool:
             if sink is not None:
                 sink.write(f"sglang: serving at {server.url}, log {server.log_path}")
         self._servers[config] = server
+        return server
+
+    def launch_fleet(self, config: LaunchConfig) -> SGLangServer:
+        """Launch ``config`` as a fleet: workers (or prefill and decode workers) behind SGLang's gateway."""
+        from pytest_sglang.fleet import FleetProgress, FleetSpec, launch_fleet
+
+        settings = self.settings
+        spec = FleetSpec(workers=settings.sglang_workers or 0, gateway_args=settings.sglang_gateway or (),
+                         gateway_command=settings.sglang_gateway_command, min_workers=settings.sglang_min_workers,
+                         direct=settings.sglang_fleet_direct, gpus=settings.sglang_gpus,
+                         prefill=settings.sglang_prefill or 0, decode=settings.sglang_decode or 0,
+                         prefill_args=settings.sglang_prefill_launch or (),
+                         decode_args=settings.sglang_decode_launch or ())
+        write = terminal_write(self.config)
+        with _terminal_visible(self.config):
+            server = launch_fleet(config, spec, FleetProgress(write, spec.total) if write is not None else None)
+            assert server.fleet is not None
+            self._say(f"sglang: fleet serving at {server.url}: {server.fleet.describe()}, "
+                      f"gateway log {server.log_path}")
+        # Not under its launch config: sglang_server_factory(<the same args>) is a single server, not the fleet.
+        self._fleets.append(server)
         return server
 
     def factory_launch(self, args: tuple[str, ...], overrides: Mapping[str, object]) -> SGLangServer:
@@ -263,7 +297,8 @@ class ServerPool:
 
     def close(self) -> None:
         """Stop every launched server (attached ones are never stopped or signalled)."""
-        servers, self._servers = list(self._servers.values()), {}
+        servers, self._servers = [*self._fleets, *self._servers.values()], {}
+        self._fleets = []
         self._primary = None
         for server in servers:
             try:
@@ -282,14 +317,33 @@ class ServerPool:
             self.config.get_terminal_writer().line(f"sglang: earlier run left a server behind: {line}")
 
 
-def _progress_sink(config: pytest.Config) -> TerminalProgress | None:
-    """Live start-up progress on the terminal; none with -q (or without a terminal reporter)."""
+def terminal_write(config: pytest.Config, *, visible: bool = False) -> Callable[[str], None] | None:
+    """A scrubbing line writer to the terminal; none with -q (or without a terminal reporter).
+
+    ``visible``: each line gets through pytest's output capture (for lines written inside a fixture or test).
+    """
     reporter: pytest.TerminalReporter | None = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None or config.get_verbosity() < 0:
         return None
+
+    def write(line: str) -> None:
+        if visible:
+            with _terminal_visible(config):
+                reporter.write_line(redaction.scrub(line))
+        else:
+            reporter.write_line(redaction.scrub(line))
+
+    return write
+
+
+def _progress_sink(config: pytest.Config) -> TerminalProgress | None:
+    """Live start-up progress on the terminal; none with -q (or without a terminal reporter)."""
+    write = terminal_write(config)
+    if write is None:
+        return None
     from pytest_sglang.server.progress import TerminalProgress
 
-    return TerminalProgress(lambda line: reporter.write_line(redaction.scrub(line)))
+    return TerminalProgress(write)
 
 
 @contextlib.contextmanager

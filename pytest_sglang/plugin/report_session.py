@@ -42,6 +42,9 @@ class ReportSession:
         self.settings = settings
         self.collector = RecordCollector()
         self.identity: ServerIdentity | None = None
+        #: The fleet behind the gateway (report data), None for a single server.
+        self.fleet: dict[str, Any] | None = None
+        self._server: SGLangServer | None = None
         self.notes: list[str] = []
         self.written: list[tuple[str, Path]] = []
         self.report: dict[str, Any] | None = None
@@ -67,6 +70,10 @@ class ReportSession:
 
         self.identity = identify(server, runner)
         self._start_record = _start_record(self.identity, server.config)
+        if server.fleet is not None and not self.is_worker:  # the controller reports; workers only attach
+            from pytest_sglang.report.fleet import identify_fleet
+
+            self.fleet, self._server = identify_fleet(server), server
         return self.identity
 
     def server_failed(self, error: BaseException) -> None:
@@ -161,9 +168,14 @@ class ReportSession:
 
         candidate = fingerprint(self.identity) if self.identity is not None else None
         baseline = self.baseline.summary(candidate) if self.baseline is not None else None
+        if self.fleet is not None and self._server is not None:
+            from pytest_sglang.report.fleet import refresh_health
+
+            refresh_health(self._server, self.fleet)  # did the run leave every worker healthy?
+            self._server = None  # once: the terminal summary reuses this report
         self.report = json_report.build_report(
             self.tests(), self.identity, duration_s=time.monotonic() - self._started, exitstatus=exitstatus,
-            baseline=baseline, notes=self.notes, interrupted=self.interrupted)
+            baseline=baseline, notes=self.notes, interrupted=self.interrupted, fleet=self.fleet)
         return self.report
 
 

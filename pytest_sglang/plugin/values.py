@@ -51,6 +51,23 @@ def parse_nonnegative_float(text: str) -> float:
     return value
 
 
+def parse_positive_int(text: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError("expected a whole number, e.g. 4") from None
+    if value < 1:
+        raise ValueError("must be a whole number >= 1")
+    return value
+
+
+def parse_fraction(text: str) -> float:
+    value = _float(text)
+    if not 0 <= value <= 1:
+        raise ValueError("must be a fraction between 0 and 1, e.g. 0.95")
+    return value
+
+
 def parse_choice(*choices: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         value = text.strip().lower()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sglang.redaction import clean_text, scrub
+from pytest_sglang.report import fleet as fleet_text
 from pytest_sglang.report import html_charts as charts
 from pytest_sglang.report import text
 
@@ -41,7 +42,7 @@ def _render(report: Mapping[str, Any]) -> str:
     failed = not text.verdict_line(report).startswith("PASSED")
     body = ["<h1>pytest-sglang gate report</h1>",
             f'<p class="verdict {"fail" if failed else "pass"}">{escape(text.verdict_line(report))}</p>',
-            _server(report.get("server")), _baseline(report.get("baseline")),
+            _server(report.get("server")), _fleet(report.get("fleet")), _baseline(report.get("baseline")),
             *(f'<p class="note">{escape(n)}</p>' for n in report.get("notes", [])),
             "<h2>Gates</h2>", _gates(report.get("records", [])),
             '<h2>Throughput against concurrency</h2><div class="charts">', _throughput(report), "</div>",
@@ -84,6 +85,52 @@ def _server(server: Mapping[str, Any] | None) -> str:
             [_td("launch args"), f"<td><code>{escape(' '.join(server.get('launch_args') or []))}</code>"],
             [_td("startup"), _td(text.phases_line(server))]]
     return "<h2>Server</h2>" + _rows(rows, [])
+
+
+def _fleet(fleet: Mapping[str, Any] | None) -> str:
+    """The workers behind the gateway, then each failover: a table row and a timeline chart."""
+    if not fleet:
+        return ""
+    rows = [[_td(row["index"], "num"), _td(row["role"]), f"<td><code>{escape(str(row['url']))}</code></td>",
+             _td(fleet_text.health(row), "bad" if "DOWN" in fleet_text.health(row) else ""),
+             _td(row.get("sglang_version") or "?"), _td(fleet_text.capacity(row), "num"),
+             _td(fleet_text.share(row), "num")] for row in fleet_text.rows(fleet)]
+    header = ["worker", "role", "URL", "health", "SGLang", "KV capacity (tokens)", "share of requests"]
+    parts = ["<h2>Fleet</h2>", f"<p>{escape(fleet_text.gateway_line(fleet))}</p>", _rows(rows, header) if rows else ""]
+    failovers = fleet.get("failovers") or []
+    if failovers:
+        events = fleet_text.EVENTS
+        frows = [[_td(f["nodeid"]), _td(f"{f.get('worker')} ({f.get('signal', '')})"),
+                  _td(fleet_text.failover_summary(f), "wrap"),
+                  *(_td(_seconds(f["timeline_s"].get(key)), "num") for key, _ in events)] for f in failovers]
+        parts += ["<h3>Failover timeline (seconds from the start of the timed load)</h3>",
+                  _rows(frows, ["test", "worker killed", "what clients and the gateway saw", *(e for _, e in events)]),
+                  '<div class="charts">', *(_failover_chart(i, f) for i, f in enumerate(failovers[:MAX_SERIES])),
+                  "</div>"]
+    return "".join(parts)
+
+
+def _seconds(value: object) -> str:
+    return f"{value:.2f}" if _is_num(value) else "-"
+
+
+def _failover_chart(i: int, failover: Mapping[str, Any]) -> str:
+    """Bars: the load, the worker down (kill to restarted), clients' errors, undetected, recovering."""
+    t = failover.get("timeline_s") or {}
+    spans = (("load", 0.0, t.get("load_end")), ("worker down", t.get("kill"), t.get("restarted")),
+             ("client errors", t.get("first_error"), t.get("last_error")),
+             ("until detected", t.get("kill"), t.get("detected")),
+             ("until serving again", t.get("restart"), t.get("recovered")))
+    bars = [(label, a, b) for label, a, b in ((n, _float(x), _float(y)) for n, x, y in spans)
+            if a is not None and b is not None]
+    title = f"Failover {_short(str(failover.get('nodeid', '')))}: worker {failover.get('worker')} " \
+            f"{failover.get('signal', '')}"
+    return charts.gantt(f"failover-{i}", title, bars, x_label="seconds from the start of the timed load",
+                        none="no failover event was recorded")
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _baseline(baseline: Mapping[str, Any] | None) -> str:

@@ -146,10 +146,11 @@ def empty(name: str, title: str, why: str) -> str:
     return _svg(name, title, body, height=120)
 
 
-def gantt(name: str, title: str, phases: Sequence[tuple[str, float, float]]) -> str:
+def gantt(name: str, title: str, phases: Sequence[tuple[str, float, float]], *,
+          x_label: str = "seconds since launch", none: str = "no startup phases recorded (attached server)") -> str:
     """One bar per phase on a seconds axis, each labelled with its duration."""
     if not phases:
-        return empty(name, title, "no startup phases recorded (attached server)")
+        return empty(name, title, none)
     row, label_w = 26, 190
     height = _T + row * len(phases) + 56
     end = max(p[2] for p in phases)
@@ -172,7 +173,7 @@ def gantt(name: str, title: str, phases: Sequence[tuple[str, float, float]]) -> 
         body.append(f'<text x="{sx(start) + width + 5:.1f}" y="{y + 14}" font-size="11" {_FONT}>'
                     f"{_dur(stop - start)}</text>")
     body.append(f'<text x="{(x0 + x1) / 2}" y="{height - 10}" text-anchor="middle" font-size="12" {_FONT}>'
-                "seconds since launch</text>")
+                f"{x_label}</text>")
     return _svg(name, title, body, height=height)
 
 

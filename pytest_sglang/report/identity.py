@@ -89,13 +89,13 @@ def identify(server: SGLangServer, runner: str | None = None) -> ServerIdentity:
         image=_image(config),
         url=scrub(server.url) or None,
         launch_args=_launch_args(config, info),
-        tp_size=_int(info.get("tp_size")), dp_size=_int(info.get("dp_size")),
-        pp_size=_int(info.get("pp_size")),
+        tp_size=int_or_none(info.get("tp_size")), dp_size=int_or_none(info.get("dp_size")),
+        pp_size=int_or_none(info.get("pp_size")),
         device=_str(info.get("device")),
-        max_total_num_tokens=_int(info.get("max_total_num_tokens")),
+        max_total_num_tokens=int_or_none(info.get("max_total_num_tokens")),
     )
     ident.gpu_model = _str(info.get("gpu_model") or info.get("gpu_name"))
-    ident.gpu_count = _int(info.get("gpu_count")) or _world_size(ident)
+    ident.gpu_count = int_or_none(info.get("gpu_count")) or _world_size(ident)
     if ident.runner != "attach":
         ident.host = host_facts()
     if ident.runner == "process" and ident.gpu_model is None:
@@ -212,7 +212,8 @@ def _str(value: object) -> str | None:
     return None if value is None or value == "" else clean_text(str(value)) or None
 
 
-def _int(value: object) -> int | None:
+def int_or_none(value: object) -> int | None:
+    """``value`` as an int (a number or numeric text from a payload), None otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     try:

@@ -16,20 +16,23 @@ from typing import Any
 from pytest_sglang.redaction import scrub, scrub_payload
 from pytest_sglang.report.baseline import BaselineSummary
 from pytest_sglang.report.fingerprint import fingerprint
+from pytest_sglang.report.fleet import fleet_section
 from pytest_sglang.report.identity import ServerIdentity
 from pytest_sglang.report.records import START_NODEID, TestRecord, strip_requests
 
-SCHEMA_VERSION = 1
-SCHEMA_ID = "https://github.com/pytest-sglang/pytest-sglang/schemas/report-v1.schema.json"
+#: 2: the ``fleet`` section (workers behind a gateway, request shares, failover timelines).
+SCHEMA_VERSION = 2
+SCHEMA_ID = "https://github.com/pytest-sglang/pytest-sglang/schemas/report-v2.schema.json"
 
 
 def build_report(tests: Sequence[TestRecord], identity: ServerIdentity | None, *,
                  duration_s: float = 0.0, exitstatus: int | None = None,
                  baseline: BaselineSummary | None = None, notes: Sequence[str] = (),
-                 interrupted: bool = False) -> dict[str, Any]:
+                 interrupted: bool = False, fleet: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Assemble the report (with per-request records; :func:`for_file` strips them unless asked).
 
-    ``interrupted``: the run was stopped (Ctrl-C, SIGTERM) before every test ran.
+    ``interrupted``: the run was stopped (Ctrl-C, SIGTERM) before every test ran. ``fleet``: the
+    fleet behind the gateway (:func:`~pytest_sglang.report.fleet.identify_fleet`), None for one server.
     """
     from pytest_sglang import SGLANG_VERSION, __version__
 
@@ -48,6 +51,7 @@ def build_report(tests: Sequence[TestRecord], identity: ServerIdentity | None, *
         "duration_s": round(duration_s, 3),
         "exitstatus": exitstatus,
         "server": identity.to_dict() if identity is not None else None,
+        "fleet": fleet_section(fleet, tests),
         "fingerprint": fingerprint(identity),
         "summary": {"tests": len(real), **counts, "checks": len(rows),
                     "checks_failed": sum(1 for r in rows if not r["passed"]),

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sglang.redaction import clean_text
+from pytest_sglang.report import fleet as fleet_text
 from pytest_sglang.report import text
 
 
@@ -25,7 +26,9 @@ def _table(header: list[str], rows: list[list[Any]], align: str | None = None) -
 def render(report: Mapping[str, Any]) -> str:
     lines = ["## pytest-sglang gates", "", f"**{text.verdict_line(report)}**", ""]
     lines += _server(report.get("server"))
+    lines += _fleet(report.get("fleet"))
     lines += _gates(report)
+    lines += _failovers(report.get("fleet"))
     lines += _baseline(report.get("baseline"))
     lines += [f"> {n}" for n in report.get("notes", [])]
     # Server-provided text (model names, error bodies) must not smuggle escape sequences into a log.
@@ -49,6 +52,32 @@ def _server(server: Mapping[str, Any] | None) -> list[str]:
                         "---|--:|--:|--:|---")
         lines += ["", "</details>", ""]
     return lines
+
+
+def _fleet(fleet: Mapping[str, Any] | None) -> list[str]:
+    if not fleet or not fleet.get("workers"):
+        return []
+    rows = [[row["index"], row["role"], _code(row["url"]), fleet_text.health(row), row.get("sglang_version") or "?",
+             fleet_text.capacity(row), fleet_text.share(row)] for row in fleet_text.rows(fleet)]
+    header = ["worker", "role", "URL", "health", "SGLang", "KV capacity (tokens)", "share of requests"]
+    return [f"**Fleet**: {fleet_text.gateway_line(fleet)}", "",
+            *_table(header, rows, "--:|---|---|---|---|--:|--:"), ""]
+
+
+def _failovers(fleet: Mapping[str, Any] | None) -> list[str]:
+    failovers = (fleet or {}).get("failovers") or []
+    if not failovers:
+        return []
+    labels = [label for _, label in fleet_text.EVENTS]
+    rows = [[f"`{f['nodeid']}`", f"{f.get('worker')} ({f.get('signal', '')})", fleet_text.failover_summary(f),
+             *[_seconds(f["timeline_s"].get(key)) for key, _ in fleet_text.EVENTS]] for f in failovers]
+    header = ["test", "worker killed", "what clients and the gateway saw", *labels]
+    return ["**Failover timeline** (seconds from the start of the timed load)", "",
+            *_table(header, rows, "---|---|---|" + "|".join("--:" for _ in labels)), ""]
+
+
+def _seconds(value: object) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
 
 
 def _gates(report: Mapping[str, Any]) -> list[str]:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_sglang.redaction import clean_text
+from pytest_sglang.report import fleet as fleet_text
 from pytest_sglang.report import text
 
 WIDTH = 80
@@ -20,10 +21,12 @@ def render(report: Mapping[str, Any], width: int = WIDTH) -> list[str]:
     reaches the terminal.
     """
     lines = _identity(report.get("server"), width, started=report["summary"].get("server_start"))
+    lines += _fleet(report.get("fleet"), width)
     lines += _baseline(report.get("baseline"), width)
     for note in report.get("notes", []):
         lines += textwrap.wrap(note, width=width, initial_indent="note: ", subsequent_indent="      ")
     lines += _table(report)
+    lines += _failovers(report.get("fleet"), width)
     lines += textwrap.wrap(text.verdict_line(report), width=width, subsequent_indent="  ")
     return [clean_text(line) for line in lines]
 
@@ -45,6 +48,33 @@ def _identity(server: Mapping[str, Any] | None, width: int, started: str | None 
     if server.get("launch_args"):
         lines += _field("launch", " ".join(server["launch_args"]), width)
     lines += _field("startup", text.phases_line(server), width)
+    return lines
+
+
+def _fleet(fleet: Mapping[str, Any] | None, width: int) -> list[str]:
+    """The gateway, then one row per worker: index, role, health, SGLang version, KV capacity, share, URL."""
+    if not fleet or not fleet.get("workers"):
+        return []
+    lines = _field("fleet", fleet_text.gateway_line(fleet), width)
+    head = f"  {'#':>3} {'role':<8} {'health':<15} {'SGLang':<8} {'capacity':>10} {'share':>5} url"
+    lines.append(head)
+    for row in fleet_text.rows(fleet):
+        cells = (f"  {row['index']:>3} {text.clip(str(row['role']), 8):<8} {fleet_text.health(row):<15} "
+                 f"{text.clip(str(row.get('sglang_version') or '?'), 8):<8} {fleet_text.capacity(row):>10} "
+                 f"{fleet_text.share(row):>5} ")
+        lines.append(cells + text.clip(str(row["url"]), max(8, width - len(cells))))
+    return lines
+
+
+def _failovers(fleet: Mapping[str, Any] | None, width: int) -> list[str]:
+    """Each failover: the test, what clients and the gateway showed, and its timeline (s from the load start)."""
+    lines: list[str] = []
+    for failover in (fleet or {}).get("failovers") or []:
+        outcome = str(failover.get("outcome", "")).upper()
+        head = text.clip(f"failover {failover['nodeid']}", width - len(outcome) - 1)
+        lines.append(head.ljust(width - len(outcome) - 1) + " " + outcome)
+        for part in (fleet_text.failover_head(failover), "timeline: " + fleet_text.timeline_text(failover)):
+            lines += textwrap.wrap(part, width=width, initial_indent="  ", subsequent_indent="    ")
     return lines
 
 

@@ -77,6 +77,9 @@ class RunningProcess(Protocol):
     def describe(self) -> str:
         """``pid 4242, running`` style text for messages."""
 
+    def kill(self, signum: int) -> None:
+        """Send ``signum`` to the server and every process it started (failover drills); no cleanup."""
+
 
 class Runner(Protocol):
     """Starts servers of one kind (``process``, ``simulator``, ``docker``)."""

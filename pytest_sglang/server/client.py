@@ -31,6 +31,11 @@ DEADLINE = "pytest_sglang.deadline"
 _INFLATE = ("gzip", "x-gzip", "deflate")
 
 
+def deadline_in(seconds: float) -> dict[str, object]:
+    """``extensions=`` for one request whose whole body must arrive within ``seconds`` from now."""
+    return {DEADLINE: time.monotonic() + seconds}
+
+
 class ResponseTooLarge(ServerUnavailable):
     """A response body exceeded the client's cap (reading stopped there)."""
 

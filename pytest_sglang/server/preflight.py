@@ -11,6 +11,8 @@ simulator runner knows before the start (from its profile); for a real server th
 
 from __future__ import annotations
 
+import dataclasses
+
 from pytest_sglang.errors import PreflightError
 from pytest_sglang.server.base import Runner
 from pytest_sglang.server.config import LaunchConfig
@@ -34,16 +36,25 @@ def device_pool_estimate(config: LaunchConfig, runner: Runner, args: LaunchArgs)
     return runner.device_pool_bytes_per_rank(config, args)
 
 
-def check(config: LaunchConfig, runner: Runner, launch_args: LaunchArgs | None = None) -> HicachePlan | None:
-    """Raise :class:`PreflightError` if the host pools do not fit; None when preflight is off."""
+def check(config: LaunchConfig, runner: Runner, launch_args: LaunchArgs | None = None, *,
+          workers: int = 1) -> HicachePlan | None:
+    """Raise :class:`PreflightError` if the host pools do not fit; None when preflight is off.
+
+    ``workers``: identical servers launched on this host (a fleet); every one pins its own pools.
+    """
     if not config.preflight:
         return None
     args = launch_args if launch_args is not None else config.launch_args
     if not args.enable_hierarchical_cache:
         return None  # no host pools: nothing to check (and no host-memory read needed)
     plan = plan_for(config, runner, args)
+    if workers > 1:  # the ranks of every worker on this host draw on the same host memory
+        plan = dataclasses.replace(plan, ranks=plan.ranks * workers)
     if plan.fits is False:
-        raise PreflightError(refusal_message(plan), fix=refusal_fix(plan, args.hicache_ratio))
+        message = refusal_message(plan)
+        if workers > 1:
+            message += f" The {plan.ranks} ranks are {workers} fleet workers x {plan.ranks // workers} each."
+        raise PreflightError(message, fix=refusal_fix(plan, args.hicache_ratio))
     return plan
 
 

@@ -126,6 +126,11 @@ class PopenProcess:
         status = self.exit_status()
         return f"pid {self.pid}, {'running' if status is None else status.describe()}"
 
+    def kill(self, signum: int) -> None:
+        # The whole group: a real SGLang worker is an HTTP server plus scheduler/detokenizer processes.
+        if self.popen.poll() is None:
+            _killpg(self.popen.pid, signum)
+
 
 def scrub_log_file(path: Path) -> bool:
     """Mask registered secrets in a stopped server's log, in place; True if anything was masked.

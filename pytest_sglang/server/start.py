@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pytest_sglang import redaction
+from pytest_sglang import defaults, redaction
 from pytest_sglang.server import cleanup, identity, preflight
 from pytest_sglang.server.base import RunningProcess
 from pytest_sglang.server.config import LaunchConfig, pick_port
@@ -45,16 +45,25 @@ def _log_path(config: LaunchConfig, port: int) -> Path:
     return path
 
 
-def launch(config: LaunchConfig, progress: ProgressSink | None = None) -> SGLangServer:
-    """Preflight, start and wait for a server; the caller must ``stop()`` it (or use :func:`start_server`)."""
+def launch(config: LaunchConfig, progress: ProgressSink | None = None, *, port: int | None = None,
+           on_start: Callable[[RunningProcess], None] | None = None, preflight_done: bool = False) -> SGLangServer:
+    """Preflight, start and wait for a server; the caller must ``stop()`` it (or use :func:`start_server`).
+
+    ``port`` is the port to listen on (a fleet picks its workers' ports; default: the launch's
+    ``--port``, else a free one). ``on_start`` is told about the process as soon as it exists (a fleet
+    stops every worker when one fails); if it raises, the process is stopped and the error propagates.
+    ``preflight_done``: the caller already ran the hicache preflight (a fleet checks all its workers at once).
+    """
     started = time.monotonic()
     register_secrets(config)
     launch_args = config.launch_args  # read once, when the config was made (a bad one never gets here)
     runner = get_runner(config, progress)
-    _say(progress, preflight.unchecked_note(preflight.check(config, runner, launch_args)))
+    if not preflight_done:
+        _say(progress, preflight.unchecked_note(preflight.check(config, runner, launch_args)))
     cleanup.reap_leftovers_once()
-    _check_given_port(config, launch_args)
-    port = pick_port(config)
+    if port is None:
+        _check_given_port(config, launch_args)
+        port = pick_port(config)
     log_path = _log_path(config, port)
     # Followed from before the start: the docker runner pulls the image inside start() and logs it.
     follower = LogFollower(log_path, on_update=progress.update if progress else None, started_at=started).start()
@@ -63,6 +72,8 @@ def launch(config: LaunchConfig, progress: ProgressSink | None = None) -> SGLang
     try:
         proc = runner.start(config, port, log_path)
         cleanup.track(proc)
+        if on_start is not None:
+            on_start(proc)
         target = Target(url=parse_server_url(proc.url, source="server URL"), mode=config.runner,
                         api_key=config.client_api_key, validate=config.validate, process=proc,
                         follower=follower, expected=expected)
@@ -114,16 +125,27 @@ def _stop_quietly(proc: RunningProcess) -> None:
 
 
 def attach(url: str | ServerURL, api_key: str | None = None, validate: str = "strict",
-           timeout_s: float = ATTACH_TIMEOUT_S) -> SGLangServer:
+           timeout_s: float = ATTACH_TIMEOUT_S, *, min_workers: int | None = None,
+           fleet_direct: str = defaults.DEFAULT_FLEET_DIRECT, detect_gateway: bool = True) -> SGLangServer:
     """Check a running server (healthy, valid ``/server_info``) and return its handle; never stops it.
 
     ``url`` may be text (parsed here: a bad URL is a ConfigError naming ``--sglang-url``) or a
-    :class:`ServerURL`. It waits at most ``min(timeout_s, ATTACH_TIMEOUT_S)`` in all.
+    :class:`ServerURL`. It waits at most ``min(timeout_s, ATTACH_TIMEOUT_S)`` in all. A gateway (smg,
+    sglang-router) is detected by itself: the handle then has its fleet (``min_workers`` healthy workers
+    needed, default all; ``fleet_direct`` says how the workers are probed directly).
     """
     address = url if isinstance(url, ServerURL) else parse_server_url(url)
     redaction.register(api_key)
+    started, budget = time.monotonic(), min(timeout_s, ATTACH_TIMEOUT_S)  # one deadline for all of it
+    if detect_gateway:
+        from pytest_sglang.fleet.attach import attach_gateway  # fleet imports this module: no cycle at import
+
+        gateway = attach_gateway(address, api_key=api_key, validate=validate, timeout_s=budget,
+                                 min_workers=min_workers, direct=fleet_direct)
+        if gateway is not None:
+            return gateway
     target = Target(url=address, mode="attach", api_key=api_key, validate=validate)
-    result = wait_until_ready(target, min(timeout_s, ATTACH_TIMEOUT_S))
+    result = wait_until_ready(target, budget, started=started)
     return SGLangServer(address, "attach", api_key=api_key, validate=validate, info_endpoint=result.info_endpoint,
                         initial_info=result.info)
 

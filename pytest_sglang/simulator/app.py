@@ -10,7 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
-from pytest_sglang.simulator import handlers, metrics, payloads
+from pytest_sglang.simulator import handlers, loads, metrics, payloads, pd
 from pytest_sglang.simulator.handlers import json_response
 from pytest_sglang.simulator.request import Request
 from pytest_sglang.simulator.sink import Sink
@@ -148,6 +148,7 @@ async def server_info(request: web.Request) -> web.Response:
         times=state.times,
         last_gen_throughput=state.engine.stats.last_gen_throughput,
     )
+    pd.annotate_server_info(state, body)  # a prefill/decode worker's resolved PD fields
     mode = state.cfg.faults.server_info
     if mode == "not-json":
         return web.Response(text="<html><body>Internal Server Error</body></html>", content_type="text/html")
@@ -165,7 +166,7 @@ async def model_info(request: web.Request) -> web.Response:
             "Endpoint '/get_model_info' is deprecated and will be removed in a future version. "
             "Please use '/model_info' instead."
         )
-    return json_response(payloads.model_info(state.cfg))
+    return json_response(pd.annotate_model_info(state, payloads.model_info(state.cfg)))
 
 
 async def models(request: web.Request) -> web.Response:
@@ -248,13 +249,13 @@ async def metrics_endpoint(request: web.Request) -> web.Response:
     if not state.cfg.args.enable_metrics:
         return json_response({"detail": "Not Found"}, 404)
     return web.Response(
-        body=metrics.render(state).encode(),
+        body=pd.metrics_text(request.app, metrics.render(state)).encode(),
         headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
     )
 
 
-async def loads(request: web.Request) -> web.Response:
-    return json_response(metrics.loads(request.app[STATE]))
+async def v1_loads(request: web.Request) -> web.Response:
+    return loads.respond(request.app[STATE], request)
 
 
 async def freeze_gc(request: web.Request) -> web.Response:
@@ -286,7 +287,7 @@ def build_app(state: State) -> web.Application:
         get(path, model_info)
     get("/v1/models", models)
     get("/v1/models/{model}", models)
-    get("/v1/loads", loads)
+    get("/v1/loads", v1_loads)
     for path in ("/metrics", "/metrics/"):
         get(path, metrics_endpoint)
     for method in ("GET", "POST"):
@@ -298,4 +299,5 @@ def build_app(state: State) -> web.Application:
         r.add_route(method, "/generate", lambda q: handlers.generate(q.app[STATE], q))
     r.add_post("/v1/completions", lambda q: handlers.openai(q.app[STATE], q, chat=False))
     r.add_post("/v1/chat/completions", lambda q: handlers.openai(q.app[STATE], q, chat=True))
+    pd.install(app, state)  # --disaggregation-mode prefill|decode: bootstrap server, KV hand-off
     return app

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import random
+import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 from pytest_sglang.sglang import hostmem
 from pytest_sglang.sglang.args import LaunchArgs
@@ -52,6 +55,13 @@ MODELLED_PASSTHROUGH = frozenset(
         "reasoning_parser",
         "grammar_backend",
         "enable_deterministic_inference",
+        # prefill-decode disaggregation (pd*.py)
+        "disaggregation_mode",
+        "disaggregation_bootstrap_port",
+        "disaggregation_transfer_backend",
+        "disaggregation_enable_kv_checksum",
+        "disaggregation_decode_enable_radix_cache",
+        "disaggregation_decode_retraction_backup",
     }
 )
 
@@ -75,6 +85,16 @@ class SimConfig:
     max_req_input_len: int
     kv_bytes_per_token: int
     host_pool: HostPool | None
+
+    @property
+    def weights_seed(self) -> int:
+        """What the simulated weights are: one model path, one set of weights (greedy output), on every launch.
+
+        Real SGLang's greedy output depends on the weights only: ``--random-seed`` seeds sampling, and even
+        ``--load-format dummy`` initialises its random weights with a fixed seed (1234). So identical workers
+        behind a gateway answer alike, as real ones do.
+        """
+        return zlib.crc32(self.model_path.encode())
 
     @property
     def ranks(self) -> int:
@@ -142,12 +162,28 @@ def _host_pool(
     return HostPool(n, n * kv_bytes, ratio, start if ratio != start else None)
 
 
+def model_context_length(model_path: str | None) -> int | None:
+    """``max_position_embeddings`` of a model folder's ``config.json`` (what SGLang derives the context from).
+
+    Gateways show it (smg's ``max_model_len`` label, ``/v1/models``); a path with no readable
+    config (the profiles' ``sim/...`` names) gives None and the profile's context length applies.
+    """
+    config = Path(model_path) / "config.json" if model_path else None
+    try:
+        if config is None or not config.is_file() or config.stat().st_size > 2**20:
+            return None
+        value = json.loads(config.read_text()).get("max_position_embeddings")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def resolve(args: LaunchArgs, sim: SimOptions, profile: Profile, faults: Faults) -> SimConfig:
     """Fill in what SGLang resolves at startup (defaults, capacity, effective limits)."""
     hw = hardware(profile, sim.gpu_memory_gb, sim.host_memory_gb)
     mem_fraction = args.mem_fraction_static or profile.default_mem_fraction_static
     page = args.page_size or 1
-    context_len = args.context_length or profile.context_length
+    context_len = args.context_length or model_context_length(args.model_path) or profile.context_length
     tokens = device_pool_tokens(
         profile,
         gpu_memory_bytes=hw.gpu_memory_bytes,

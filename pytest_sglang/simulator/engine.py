@@ -94,13 +94,18 @@ class Engine:
                 await self._wake.wait()
                 continue
             admitted = self._admit()
+            launched = time.perf_counter()
             if admitted:
-                new_tokens = sum(len(r.prompt_ids) - r.cached for r in admitted)
+                # a PD decode worker's request arrives with its KV: nothing to compute (pd_decode.py)
+                new_tokens = sum(len(r.prompt_ids) - r.cached for r in admitted if "kv_received" not in r.extra)
                 await asyncio.sleep(self.scale * self.speed.prefill_s(new_tokens))
+                self.stats.on_prefill(new_tokens, time.perf_counter() - launched)
                 self.running.extend(admitted)
                 self._step(admitted)
             else:
-                await asyncio.sleep(self.scale * self.speed.decode_step_s(len(self.running)))
+                batch = len(self.running)
+                await asyncio.sleep(self.scale * self.speed.decode_step_s(batch))
+                self.stats.on_decode(batch, time.perf_counter() - launched)
                 self._step(self.running)
 
     def _admit(self) -> list[Request]:
@@ -125,7 +130,8 @@ class Engine:
         if self.radix and len(req.prompt_ids) > 1:
             m = self.cache.match(req.prompt_ids[:-1])  # the last prompt token is always computed
             req.cached_device, req.cached_host, req.node = m.device, m.host, m.node
-        need = min(self.capacity, len(req.prompt_ids) - req.cached + req.max_new)
+        cached = 0 if "kv_received" in req.extra else req.cached  # received KV is held here in full
+        need = min(self.capacity, len(req.prompt_ids) - cached + req.max_new)
         if req.node is not None:
             self.cache.lock(req.node, 1)  # before evicting, so our own prefix stays
         if self.free_tokens < need + req.cached_host:

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_sglang.simulator.pd_faults import PD_KINDS, check_pd_fault
+
 #: Startup phases in order (names accepted by crash-at / oom-kill-at / hang-at).
 PHASES = ("weights", "kv_cache", "cuda_graph", "hicache", "uvicorn", "warmup")
 SERVER_INFO_MODES = ("missing-field", "wrong-type", "not-json")
@@ -36,6 +38,7 @@ KINDS = (
     "cache-logprob-drift",
     "slot-leak",
     "token-drift",
+    *PD_KINDS,  # prefill-decode faults: validated and parsed by pd_faults.py
 )
 #: Kinds that take no argument (a switch), and kinds whose argument is a fraction in [0, 1].
 SWITCHES = (
@@ -106,6 +109,8 @@ def check_fault(spec: str) -> str:
     kind, _, arg = spec.partition(":")
     if kind not in KINDS:
         raise _bad(spec, f"unknown fault kind {kind!r}; choose one of {', '.join(KINDS)}")
+    if kind in PD_KINDS:
+        return check_pd_fault(spec)
     if kind in ("crash-at", "oom-kill-at", "hang-at") and arg not in PHASES:
         raise _bad(spec, f"phase {arg!r} is not one of {', '.join(PHASES)} (e.g. {kind}:weights)")
     if kind == "server-info" and arg not in SERVER_INFO_MODES:
@@ -129,6 +134,8 @@ def parse_faults(specs: list[str] | tuple[str, ...]) -> Faults:
     values: dict[str, Any] = {}
     for spec in specs:
         kind, _, arg = check_fault(spec).partition(":")
+        if kind in PD_KINDS:  # pd_faults.parse_pd_faults reads them from ``specs``
+            continue
         if kind == "crash-at":
             crash.add(arg)
         elif kind == "oom-kill-at":

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 from pytest_sglang.simulator.metrics_extra import render_extra
 from pytest_sglang.simulator.prometheus import PromText
 from pytest_sglang.simulator.prometheus import labels as _labels
@@ -173,36 +170,3 @@ def _histograms(out: PromText, state: State, tok: dict[str, str]) -> None:
     out.histogram(
         "generation_tokens_histogram", "Histogram of generation token length.", [(tok, st.gen_hist)]
     )
-
-
-def loads(state: State) -> dict[str, Any]:
-    """``GET /v1/loads`` (works without --enable-metrics)."""
-    cfg, e = state.cfg, state.engine
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-    load = {
-        "timestamp": stamp,
-        "dp_rank": 0,
-        "num_running_reqs": len(e.running) + e.leaked,
-        "num_waiting_reqs": len(e.waiting),
-        "num_waiting_uncached_tokens": sum(len(r.prompt_ids) for r in e.waiting),
-        "num_used_tokens": e.used_tokens,
-        "num_total_tokens": cfg.max_total_num_tokens,
-        "num_active_tokens": e.reserved,
-        "num_prealloc_ready_tokens": 0,
-        "max_total_num_tokens": cfg.max_total_num_tokens,
-        "max_running_requests": cfg.max_running_requests,
-        "token_usage": e.used_tokens / max(1, e.capacity),
-        "gen_throughput": e.stats.gen_throughput(),
-        "cache_hit_rate": e.stats.cache_hit_rate,
-        "utilization": 0.0,
-        "total_prefill_uncached_tokens": e.stats.effective["input"],
-        "total_prefill_busy_us": 0,
-        "decode_moments": {},
-    }
-    return {
-        "timestamp": stamp,
-        "version": "0.5.23",
-        "accelerator": cfg.profile.gpu_name,
-        "num_accelerators": cfg.ranks * cfg.args.dp_size,
-        "loads": [load],
-    }

@@ -65,7 +65,9 @@ def parts(req: Request, script: Script | None) -> Parts:
         return Parts(req.text)
     content: list[str] = []
     thought: list[str] = []
+    budget = len(req.text)  # a matched stop string was cut from req.text: cut it from the channels too
     for k, piece in enumerate(req.pieces):
+        piece, budget = piece[:max(0, budget)], budget - len(piece)
         channel = script.channel(k)
         if channel == CONTENT:
             content.append(piece)

@@ -154,7 +154,9 @@ class OpenAIEmitter:
             channel, j = script.channel(k), k
             while j < end and script.channel(j) == channel:
                 j += 1
-            text = "".join(pieces[k:j])
+            before = sum(len(p) for p in pieces[:k])
+            # A matched stop string was cut from req.text: never stream past it.
+            text = "".join(pieces[k:j])[: max(0, len(req.text) - before)]
             if channel in (CONTENT, REASONING) and text:
                 out.append(self._content(req, text, lp, "content" if channel == CONTENT else "reasoning"))
                 lp = "null"

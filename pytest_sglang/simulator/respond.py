@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from pytest_sglang.simulator import pd
 from pytest_sglang.simulator.request import EmitFn, Request
 from pytest_sglang.simulator.sink import Sink
 from pytest_sglang.simulator.state import State
@@ -188,7 +189,7 @@ async def run(
     reqs: list[Request] = []
     drop = faults.drop_stream_after
     for i, req_kwargs in enumerate(kwargs_list):
-        req = Request(sink=sink, stream=stream, emit=collect, random_seed=state.cfg.random_seed, **req_kwargs)
+        req = Request(sink=sink, stream=stream, emit=collect, random_seed=state.cfg.weights_seed, **req_kwargs)
         emit: EmitFn = make_emit(req, i) if stream else collect
         if stream and drop is not None:
             emit = _dropping(emit, drop, request)
@@ -196,6 +197,9 @@ async def run(
         req.leak = stream and faults.slot_leak
         req.crosstalk = faults.cross_talk
         reqs.append(req)
+    node = pd.node_of(request)  # a prefill/decode worker: bootstrap, or receive the KV, first
+    if node is not None and (failure := await node.before(request, reqs)) is not None:
+        return await node.fail(request, resp, reqs, failure)
     for req in reqs:
         engine.submit(req)
     try:
@@ -205,6 +209,8 @@ async def run(
         for req in reqs:
             if not req.done.done() or req.finish is None:
                 engine.abort(req)
+    if node is not None and (failure := await node.after(request, reqs)) is not None:
+        return await node.fail(request, resp, reqs, failure)  # a prefill worker's KV transfer failed
     if resp is not None:
         if tail is not None and not sink.closed:
             sink.push(tail)

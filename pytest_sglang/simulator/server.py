@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from aiohttp import web
 
-from pytest_sglang.simulator import cli, handlers, tokenizer
+from pytest_sglang.simulator import cli, handlers, pd_config, tokenizer
 from pytest_sglang.simulator.app import build_app
 from pytest_sglang.simulator.config import MODELLED_PASSTHROUGH, SimConfig, resolve
 from pytest_sglang.simulator.engine import Engine
@@ -122,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, sim = cli.parse(argv)
     log = Logger(args.log_level)
+    pd_config.before_startup(args, log)  # 0.5.23 refuses `fake` on a prefill server here
     cfg = resolve(args, sim, get_profile(sim.profile), parse_faults(sim.faults))
     if sim.launch_counter:
         with open(sim.launch_counter, "a") as f:

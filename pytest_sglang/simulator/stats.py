@@ -149,6 +149,22 @@ class Stats:
         self._window_steps = 0
         self._window_start = time.perf_counter()
         self._last_step = 0.0
+        # /v1/loads counters (0.5.23 scheduler: total_prefill_*, decode_moment_totals)
+        self.prefill_busy_us = 0
+        self.prefill_uncached_tokens = 0
+        #: decode steps, sum of batch sizes, of step µs, of batch², of batch x µs, of generated tokens
+        self.decode_moments = [0.0] * 6
+
+    def on_prefill(self, tokens: int, busy_s: float) -> None:
+        self.prefill_busy_us += int(busy_s * 1e6)
+        self.prefill_uncached_tokens += tokens
+
+    def on_decode(self, batch: int, step_s: float) -> None:
+        step_us = float(int(step_s * 1e6))
+        if batch <= 0 or step_us <= 0:
+            return
+        for i, value in enumerate((1.0, batch, step_us, batch * batch, batch * step_us, batch)):
+            self.decode_moments[i] += value
 
     def on_step(self, batch: int, now: float) -> None:
         self.decode_tokens += batch

@@ -62,6 +62,8 @@ def logprob_fields(req: Request, opts: NativeOptions) -> dict[str, Any]:
     if opts.logprob is None:
         return {}
     start, top, with_text = opts.logprob
+    if "kv_received" in req.extra:
+        start = -1  # a PD decode worker never ran the prompt: no input logprobs (the gateway adds the prefill's)
     shift = -opts.lp_drift if opts.lp_drift and req.cached else 0.0
     pieces = req.pieces or []
     return logprobs.native_logprobs(

@@ -13,6 +13,8 @@ trap 'rm -f "$setup_out"' EXIT
 bash scripts/real-sglang/setup.sh | tee "$setup_out"   # pipefail: a failed setup stops here
 export REAL_SGLANG_PYTHON="$(sed -n 's/^REAL_SGLANG_PYTHON=//p' "$setup_out")"
 export REAL_SGLANG_MODEL="$(sed -n 's/^REAL_SGLANG_MODEL=//p' "$setup_out")"
+REAL_SGLANG_PD_HOME="$(bash scripts/real-sglang/pd-setup.sh | tee /dev/stderr | sed -n 's/^REAL_SGLANG_PD_HOME=//p')"
+export REAL_SGLANG_PD_HOME
 PY="${PYTHON:-python3}"
 if [[ -x "$ROOT/.venv/bin/python" ]]; then PY="$ROOT/.venv/bin/python"; fi
 rc=0

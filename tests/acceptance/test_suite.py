@@ -62,14 +62,8 @@ def test_a_faulty_server_fails_the_matching_check(pytester: pytest.Pytester, sim
     assert says in result.stdout.str()
 
 
-def test_acceptance_options_reach_the_checks(pytester: pytest.Pytester, sim_factory: SimFactory) -> None:
-    """The suite reads ``--sglang-acceptance-*`` (declared by the plugin; a stand-in declares one here)."""
-    pytester.makeconftest("def pytest_addoption(parser):\n"
-                          "    parser.addoption('--sglang-acceptance-samples', dest='sglang_acceptance_samples')\n")
-    sim = sim_factory("--sim-fault", "empty-finish-reason")
-    result = pytester.runpytest_subprocess(*SUITE, f"--sglang-url={sim.url}", "-k", "response_shape and batch",
-                                           "--sglang-acceptance-samples=2")
-    result.assert_outcomes(failed=2)
-    assert "measured: requests=2" in result.stdout.str()
-    bad = pytester.runpytest_subprocess(*SUITE, f"--sglang-url={sim.url}", "--sglang-acceptance-samples=0")
-    assert bad.ret == pytest.ExitCode.USAGE_ERROR or "samples=...)=0: must be an integer >= 1" in bad.stdout.str()
+def test_stop_strings_hold_with_a_reasoning_parser(pytester: pytest.Pytester, sim_factory: SimFactory) -> None:
+    """A stop string in the content ends it there, also when a reasoning parser splits the output."""
+    sim = sim_factory(*PARSERS)
+    result = pytester.runpytest_subprocess(*SUITE, f"--sglang-url={sim.url}", "-k", "stop_strings")
+    result.assert_outcomes(passed=5)  # 4 OpenAI route x mode, 1 native

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from pytest_sglang.accuracy import Harness, evaluate, judge
+from pytest_sglang.accuracy import EvalRunError, Harness, evaluate, judge
 from pytest_sglang.errors import ServerUnavailable
 from tests.conftest import SimFactory
 
@@ -54,8 +55,10 @@ def test_failed_requests_are_counted_apart(sim_factory: SimFactory) -> None:
 
 
 def _eval(*args: str) -> subprocess.CompletedProcess[str]:
+    # Offline, so gsm8k/mmlu without --data fail the same way whatever this machine can reach.
     return subprocess.run([sys.executable, "-m", "pytest_sglang", "eval", *args], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1",
+                                                       "HF_HUB_CACHE": "/nonexistent/pytest-sglang-hub-cache"})
 
 
 def test_eval_command_verdicts_json_and_baseline(sim_factory: SimFactory, tmp_path: Path) -> None:
@@ -77,9 +80,18 @@ def test_eval_command_verdicts_json_and_baseline(sim_factory: SimFactory, tmp_pa
 
 
 def test_eval_command_usage_errors_name_the_flag(tmp_path: Path) -> None:
-    missing = _eval("--url", "http://127.0.0.1:9", "--task", "gsm8k")
-    assert missing.returncode == 2 and "--task='gsm8k': needs a local data file" in missing.stderr
+    missing = _eval("--url", "http://127.0.0.1:9", "--task", "gsm8k", "--hub-timeout", "5")
+    assert missing.returncode == 3 and "--task='gsm8k': has no local data file and the Hugging Face hub is " \
+        "unreachable: HF_HUB_OFFLINE is set" in missing.stderr
     zero = _eval("--url", "http://127.0.0.1:9", "--task", "arithmetic", "--num-examples", "0")
     assert zero.returncode == 2 and "--num-examples=0: must be an integer >= 1" in zero.stderr
     down = _eval("--url", "http://127.0.0.1:9", "--task", "arithmetic")
     assert down.returncode == 3 and "GET /v1/models failed" in down.stderr and "Traceback" not in down.stderr
+
+
+def test_one_deadline_for_the_whole_builtin_run(sim_factory: SimFactory) -> None:
+    slow = sim_factory("--sim-time-scale", "1", "--sim-decode-step-ms", "300")
+    with pytest.raises(EvalRunError, match=r"the run did not finish within timeout_s=1: \d+/40 examples answered"
+                                           r" \(\d+ correct\)\nFix: raise timeout_s") as info:
+        evaluate(slow.url, Harness(task="arithmetic", num_examples=40, concurrency=2), timeout_s=1)
+    assert info.value.partial is not None and info.value.partial.total < 40

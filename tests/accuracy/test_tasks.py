@@ -104,11 +104,12 @@ def test_mmlu_jsonl_and_bad_rows(tmp_path: Path) -> None:
 def test_harness_records_what_changes_a_score_and_refuses_bad_values(tmp_path: Path) -> None:
     h = Harness(task="gsm8k", data=_gsm8k(tmp_path), shots=1, num_examples=5)
     fp = h.fingerprint(h.load())
-    assert fp == {"task": "gsm8k", "template": "gsm8k-qa", "shots": 1, "route": "completions", "max_tokens": 512,
-                  "temperature": 0.0, "top_p": 1.0, "stop": ["Question", "Assistant:", "<|separator|>"],
-                  "source": str(tmp_path / "test.jsonl"), "num_examples": 2, "extraction": "last_number"}
-    with pytest.raises(ConfigError, match="task='gsm8k': needs a local data file"):
-        Harness(task="gsm8k")
+    assert fp == {"runner": "builtin", "task": "gsm8k", "template": "gsm8k-qa", "shots": 1, "route": "completions",
+                  "max_tokens": 512, "temperature": 0.0, "top_p": 1.0,
+                  "stop": ["Question", "Assistant:", "<|separator|>"], "source": str(tmp_path / "test.jsonl"),
+                  "num_examples": 2, "extraction": "last_number"}
+    with pytest.raises(ConfigError, match="hub_timeout_s=0: must be > 0"):
+        Harness(task="gsm8k", hub_timeout_s=0)
     with pytest.raises(ConfigError, match="route='rpc': is not one of completions, chat, generate"):
         Harness(task="arithmetic", route="rpc")
     with pytest.raises(ConfigError, match="concurrency=0: must be an integer >= 1"):

@@ -22,6 +22,8 @@ GATE_FNS = [(g.marker, g.load()) for g in GATES]
 BASE: dict[str, dict[str, object]] = {
     "sglang_capacity": {"min_total_tokens": 1}, "sglang_hicache": {}, "sglang_throughput": {},
     "sglang_slo": {"min_concurrency": 1, "max_ttft_ms_p99": 100.0},
+    "sglang_accuracy": {"task": "arithmetic", "min_score": 0.5}, "sglang_golden": {"path": "golden.json"},
+    "sglang_fleet": {}, "sglang_pd": {}, "sglang_failover": {},
 }
 
 class _BadRepr:
@@ -43,6 +45,9 @@ def _valid(keyword: Keyword, value: object) -> bool:
     """An independent reading of the declaration: the type, finiteness, then each constraint."""
     if value is None:
         return keyword.optional
+    if isinstance(value, (list, tuple)):
+        return (list in keyword.types and all(isinstance(v, str) for v in value)
+                and all(c.ok(value) for c in keyword.constraints))
     if isinstance(value, bool):
         return bool in keyword.types
     if isinstance(value, int):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_sglang.gates.registry import GATES_BY_MARKER
+
 
 @pytest.fixture(autouse=True)
 def _no_sglang_env(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,8 +98,8 @@ def test_bad_marker_keywords_are_usage_errors_before_any_server_work(pytester: p
     pytester.copy_example("test_marker_bad_keywords.py")
     # A launch that could never start: the usage error must come first (nothing is launched). pytest's
     # own unknown-marker warning is ignored, as in a project that does not turn warnings into errors.
-    result = pytester.runpytest("--sglang-launch=--model-path x", "--sglang-command=/nonexistent/sglang",
-                                "-W", "ignore::pytest.PytestUnknownMarkWarning")
+    result = pytester.runpytest_subprocess("--sglang-launch=--model-path x", "--sglang-command=/nonexistent/sglang",
+                                           "-W", "ignore::pytest.PytestUnknownMarkWarning")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     prefix = "test_marker_bad_keywords.py::"
     result.stderr.fnmatch_lines([
@@ -114,15 +116,14 @@ def test_bad_marker_keywords_are_usage_errors_before_any_server_work(pytester: p
         "number >= 1, not a bool. Fix: *",
         f"{prefix}test_no_threshold: @pytest.mark.sglang_capacity(): checks nothing, so it would always pass. "
         "Fix: give at least one of min_total_tokens, min_running_requests, min_context_length, "
-        "min_concurrent_requests",
+        "min_concurrent_requests, min_fleet_total_tokens",
         f"{prefix}test_unknown_choice: @pytest.mark.sglang_hicache(write_policy='write_thru'): must be one of "
         "write_back, write_through, write_through_selective (SGLang 0.5.23's --hicache-write-policy "
         "choices). Fix: write write_policy='write_through' (the closest choice)",
         f"{prefix}test_gain_without_workload: @pytest.mark.sglang_hicache(min_gain=1.5, effective=False): "
         "needs effective=True *",
         f"{prefix}test_misspelt_marker: @pytest.mark.sglang_throughtput is not a pytest-sglang marker "
-        "(did you mean @pytest.mark.sglang_throughput?); the markers are sglang_capacity, sglang_hicache, "
-        "sglang_throughput, sglang_slo",
+        f"(did you mean @pytest.mark.sglang_throughput?); the markers are {', '.join(GATES_BY_MARKER)}",
         "See https://*#markers",
     ], consecutive=True)
     assert "Traceback" not in result.stdout.str() + result.stderr.str()

@@ -3,6 +3,9 @@
 Critical differences (status codes, media types, empty bodies, SSE framing, value types, key
 /server_info values) fail the test; fidelity gaps (keys or metric families one side lacks) are
 listed in the captured output (``-rA``) and in ``parity.txt`` for the simulator's owner.
+
+The endpoints SGLang's gateways call on a worker are held to more: there a key or metric family
+only one side has is a failure too, since the gateway parses them (``GATEWAY_PROBES``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,50 @@ def _compare_module() -> ModuleType:
     sys.modules.setdefault("compare_simulator", module)  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+#: What smg 1.13.0 and sglang-router 0.3.2 ask of a worker, beyond the probes of compare_simulator.py
+#: (observed through a logging proxy, fixtures/gateway/README.md): registration GET /health,
+#: /server_info, /model_info, /v1/models (smg), then smg's load poll (GET /loads?model=M, 404, then
+#: /v1/loads?include=core,disagg,queues,memory every 10 s), router 0.3.2's GET /get_load (404 on
+#: 0.5.23), /metrics for the gateways' /engine_metrics, POST /flush_cache without a body, and the
+#: generation bodies the gateways forward (they add fields such as "model", "background").
+SMG_GENERATE = {"text": "The capital", "model": "unknown", "sampling_params": {"max_new_tokens": 3},
+                "return_text_in_logprobs": False, "stream": False, "log_metrics": True, "background": False,
+                "no_logs": False, "return_bytes": False, "return_entropy": False}
+ROUTER_CHAT = {"messages": [{"role": "user", "content": "hi"}], "model": "default", "logprobs": False,
+               "max_completion_tokens": 3, "stream": False, "no_stop_trim": False, "ignore_eos": False,
+               "continue_final_message": False, "skip_special_tokens": True, "separate_reasoning": True,
+               "stream_reasoning": True, "return_hidden_states": False}
+ROUTER_COMPLETION = {"model": "default", "prompt": "hi", "max_tokens": 3, "stream": False, "echo": False,
+                     "no_stop_trim": False, "ignore_eos": False, "skip_special_tokens": True,
+                     "return_hidden_states": False}
+#: (method, path, kind, body, strict): strict = every key and metric family must match too.
+GATEWAY_PROBES: tuple[tuple[str, str, str, dict[str, object] | None, bool], ...] = (
+    ("POST", "/generate", "json", SMG_GENERATE, False),  # also gives both a decode history for /v1/loads
+    ("POST", "/generate", "sse", {**SMG_GENERATE, "stream": True, "model": None}, False),
+    ("POST", "/v1/chat/completions", "json", ROUTER_CHAT, False),
+    ("POST", "/v1/chat/completions", "sse", {**ROUTER_CHAT, "stream": True}, False),
+    ("POST", "/v1/completions", "json", ROUTER_COMPLETION, False),
+    ("GET", "/get_load", "json", None, True),
+    ("GET", "/loads?model=default", "json", None, True),
+    ("GET", "/v1/loads", "json", None, True),
+    ("GET", "/v1/loads?include=core,disagg,queues,memory", "json", None, True),
+    ("GET", "/v1/loads?include=core", "json", None, True),
+    ("GET", "/v1/loads?include=core,bogus", "any", None, True),
+    ("GET", "/v1/loads?dp_rank=0", "json", None, True),
+    ("GET", "/v1/loads?dp_rank=7", "json", None, True),
+    ("GET", "/v1/loads?dp_rank=abc", "json", None, True),
+    ("GET", "/v1/loads?format=prometheus", "metrics", None, True),
+    ("POST", "/v1/loads", "json", None, True),
+    ("GET", "/flush_cache", "any", None, True),
+    ("POST", "/flush_cache", "any", None, True),
+    ("PUT", "/flush_cache", "json", None, True),
+    ("GET", "/get_model_info", "json", None, True),
+    ("GET", "/health_generate", "empty", None, True),
+    ("POST", "/health", "json", None, True),
+    ("GET", "/ping", "empty", None, True),
+)
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +113,29 @@ def test_simulator_startup_log_reads_like_real(raw_server: RawServer, simulator)
     # every phase real SGLang goes through appears in the simulator's log, in the same order
     remaining = iter(sim_phases)
     assert all(name in remaining for name in real_phases), (real_phases, sim_phases)
+
+
+def test_simulator_answers_the_gateways_like_real(raw_server: RawServer, simulator, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import httpx
+
+    compare = _compare_module()
+    assert raw_server.api_key is not None
+    headers = {"Authorization": f"Bearer {raw_server.api_key}"}
+    failures: list[str] = []
+    seen: list[str] = []
+    with httpx.Client(base_url=raw_server.url, timeout=60) as real, \
+            httpx.Client(base_url=simulator.url, timeout=60) as sim:
+        for method, path, kind, body, strict in GATEWAY_PROBES:
+            probe = compare.Probe(method, path, kind, body, label="gateway")
+            kwargs: dict[str, object] = {"headers": headers} if body is None else {"headers": headers, "json": body}
+            pair = [c.request(method, path, **kwargs) for c in (real, sim)]  # type: ignore[arg-type]
+            diffs = list(compare.compare_probe(probe, *pair))
+            if kind == "any" and pair[0].content != pair[1].content:  # plain-text bodies: the exact bytes
+                diffs.append(compare.Diff(probe.name, "body", repr(pair[0].content[:80]), repr(pair[1].content[:80])))
+            seen += [str(d) for d in diffs]
+            failures += [str(d) for d in diffs if d.critical or strict]
+    listing = "\n".join(seen).replace(raw_server.api_key, "***")
+    (tmp_path / "gateway-parity.txt").write_text(listing + "\n")
+    print(listing)
+    assert not failures, ("the simulator answers a gateway's calls unlike real SGLang 0.5.23 (the referee):\n"
+                          + "\n".join(failures).replace(raw_server.api_key, "***"))

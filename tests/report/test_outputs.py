@@ -23,7 +23,7 @@ def report() -> dict[str, object]:
 def test_schema_is_valid_and_versioned() -> None:
     schema = json_report.load_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
-    assert schema["$id"] == json_report.SCHEMA_ID and schema["properties"]["schema_version"] == {"const": 1}
+    assert schema["$id"] == json_report.SCHEMA_ID and schema["properties"]["schema_version"] == {"const": 2}
 
 
 def test_report_validates_and_a_broken_one_is_reported_by_path(report: dict[str, object]) -> None:

@@ -35,7 +35,8 @@ def test_a_server_that_never_answers_ends_at_the_timeout_given() -> None:
     assert took < 6, f"attach with timeout_s=2 took {took:.1f}s"
     assert re.fullmatch(rf"SGLang server {re.escape(url)} \(mode=attach\) accepts connections but never answered "
                         r"GET /health \(the last probe waited [12]\.\ds\) \(1 probes in 2\.\ds\)", lines[0]), lines[0]
-    assert lines[1] == "Last probe: GET /health -> no answer within 2s"
+    # One deadline: asking GET /workers first (is it a gateway?) took part of the 2 s
+    assert re.fullmatch(r"Last probe: GET /health -> no answer within [12]s", lines[1]), lines[1]
     assert lines[2].startswith("Fix: the server may be hung or overloaded: read its log")
 
 

@@ -170,6 +170,16 @@ class RunningContainer:
         self.client.close()  # also unblocks a follower still reading from a half-dead engine
         return self._exit
 
+    def kill(self, signum: int) -> None:
+        """Send ``signum`` to the container's init (docker kill); it is still removed by :meth:`stop`."""
+        from docker.errors import APIError
+
+        if self._exit is None:
+            try:
+                self.container.kill(signal=signum)
+            except APIError:
+                pass  # it exited meanwhile: the exit watcher reports how
+
     def describe(self) -> str:
         status = self._exit
         state = "running" if status is None else status.describe()

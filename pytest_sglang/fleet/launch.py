@@ -1,0 +1,347 @@
+"""Launch a fleet: N identical workers (with the existing runners), then SGLang's gateway in front of them.
+
+One deadline (``startup_timeout_s``) covers the whole start. Everything that can be refused is refused
+before anything starts (gateway missing, gateway flags the fleet owns, ``--port`` in the launch args,
+too few GPUs, host pools of all workers together). The workers start in parallel; when one dies, the
+start fails at once naming it (index, port, log, how it ended, its log tail) and every other process
+of the fleet is stopped; the same on Ctrl-C. Then the gateway starts with every worker's URL and the
+fleet is ready when the gateway says so and lists every worker healthy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_sglang import defaults, redaction
+from pytest_sglang.errors import ConfigError, PreflightError, ServerExited, ServerStartError, SGLangError
+from pytest_sglang.fleet.devices import device_blocks_for
+from pytest_sglang.fleet.discovery import Role
+from pytest_sglang.fleet.gateway import (
+    GatewayCommand,
+    GatewayMember,
+    check_gateway_args,
+    gateway_argv,
+    resolve_command,
+    start_gateway,
+)
+from pytest_sglang.fleet.handle import SGLangFleet, WorkerHandle
+from pytest_sglang.fleet.probe import probe_workers
+from pytest_sglang.fleet.progress import FleetProgress
+from pytest_sglang.fleet.readiness import GatewayTarget, wait_gateway_ready
+from pytest_sglang.server import cleanup, preflight
+from pytest_sglang.server.base import RunningProcess
+from pytest_sglang.server.config import LaunchConfig, connect_host, free_port, server_url
+from pytest_sglang.server.handle import SGLangServer
+from pytest_sglang.server.runner import get_runner
+from pytest_sglang.server.start import launch, register_secrets
+from pytest_sglang.server.url import parse_server_url
+from pytest_sglang.sglang.hostmem import GB
+
+__all__ = ["FleetSpec", "WorkerPlan", "launch_fleet"]
+
+#: Seconds between SIGTERM and SIGKILL for the other workers when a fleet start is abandoned.
+ABORT_GRACE_S = 2.0
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    """How many workers, and the gateway in front of them (the plugin fills it from the options)."""
+
+    #: Regular workers (``--sglang-workers``); 0 in a prefill-decode fleet.
+    workers: int
+    gateway_args: tuple[str, ...] = ()
+    gateway_command: tuple[str, ...] | None = None
+    min_workers: int | None = None
+    direct: str = defaults.DEFAULT_FLEET_DIRECT
+    gpus: str = defaults.DEFAULT_GPUS
+    #: Prefill and decode workers (``--sglang-prefill N --sglang-decode M``), each with its role's extra args.
+    prefill: int = 0
+    decode: int = 0
+    prefill_args: tuple[str, ...] = ()
+    decode_args: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, flag in (("workers", "--sglang-workers"), ("prefill", "--sglang-prefill"),
+                           ("decode", "--sglang-decode")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(flag, value, "must be a whole number >= 1", f"pass e.g. {flag} 2")
+        if self.pd and (self.prefill < 1 or self.decode < 1):
+            raise ConfigError("--sglang-prefill/--sglang-decode", f"{self.prefill}/{self.decode}",
+                              "a prefill-decode fleet needs at least one prefill and one decode worker",
+                              "pass both, e.g. --sglang-prefill 1 --sglang-decode 1")
+        if self.pd and self.workers:
+            raise ConfigError("--sglang-workers", self.workers, "regular workers cannot join a prefill-decode fleet "
+                              "(the gateway runs in one mode)", "drop --sglang-workers, or drop --sglang-prefill/"
+                              "--sglang-decode")
+        if self.total < 1:
+            raise ConfigError("--sglang-workers", self.workers, "must be a whole number >= 1", "pass e.g. 2")
+        if self.min_workers is not None and not 1 <= self.min_workers <= self.total:
+            raise ConfigError("--sglang-min-workers", self.min_workers,
+                              f"must be between 1 and the {self.total} launched workers",
+                              f"pass at most --sglang-min-workers {self.total}")
+        if self.direct not in defaults.FLEET_DIRECT_MODES:
+            raise ConfigError("--sglang-fleet-direct", self.direct, "unknown mode",
+                              f"pass one of {', '.join(defaults.FLEET_DIRECT_MODES)}")
+        check_gateway_args(self.gateway_args)
+
+    @property
+    def pd(self) -> bool:
+        """True for a prefill-decode fleet."""
+        return bool(self.prefill or self.decode)
+
+    @property
+    def total(self) -> int:
+        """Every worker of the fleet."""
+        return self.workers + self.prefill + self.decode
+
+    def roles(self) -> list[Role]:
+        """One role per worker, in launch order (prefill workers first)."""
+        prefill: list[Role] = ["prefill"] * self.prefill
+        decode: list[Role] = ["decode"] * self.decode
+        regular: list[Role] = ["regular"] * self.workers
+        return prefill + decode + regular
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """One worker to start: its role, its own launch config, its port (and bootstrap port for prefill)."""
+
+    index: int
+    role: Role
+    config: LaunchConfig
+    port: int
+    bootstrap_port: int | None = None
+
+    def name(self) -> str:
+        """``worker 1 (prefill, port 31001)`` for messages."""
+        role = "" if self.role == "regular" else f"{self.role}, "
+        return f"worker {self.index} ({role}port {self.port})"
+
+
+class _Aborted(ServerStartError):
+    """This worker's start was abandoned because another part of the fleet failed."""
+
+
+def _worker_config(config: LaunchConfig, block: tuple[str, ...] | None) -> LaunchConfig:
+    if block is None:
+        return config
+    ids = ",".join(block)
+    if config.docker is not None:
+        return dataclasses.replace(config, docker=dataclasses.replace(config.docker, gpus=ids))
+    env = tuple((k, v) for k, v in config.env if k != "CUDA_VISIBLE_DEVICES")
+    return dataclasses.replace(config, env=(*env, ("CUDA_VISIBLE_DEVICES", ids)))
+
+
+def _free_ports(host: str, n: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < n:  # the OS may hand the same free port out twice in a row
+        port = free_port(host)
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def launch_fleet(config: LaunchConfig, spec: FleetSpec, progress: FleetProgress | None = None) -> SGLangServer:
+    """Start the fleet of ``config`` x ``spec.workers`` behind a gateway; the gateway's handle (``.fleet`` set).
+
+    The caller stops it with ``stop()`` (gateway first, then every worker).
+    """
+    started = time.monotonic()
+    register_secrets(config)
+    args = config.launch_args
+    if args.given("port"):
+        raise ConfigError("--sglang-launch", "--port", "a fleet picks a free port for each worker",
+                          "drop --port from the launch args (the gateway is what tests talk to)")
+    command = resolve_command(spec.gateway_command, config.python)
+    roles = spec.roles()
+    role_configs = [_role_config(config, role, spec) for role in roles]
+    _preflight(config, role_configs, spec)
+    blocks = (device_blocks_for([c.launch_args for c in role_configs], spec.gpus)
+              if config.runner != "simulator" else [None] * len(roles))
+    host = "127.0.0.1" if config.runner == "docker" else connect_host(args)
+    ports = _free_ports(host, len(roles) + spec.prefill + 2)
+    boot = iter(ports[len(roles):len(roles) + spec.prefill])
+    plans = []
+    for i, role in enumerate(roles):
+        bootstrap = next(boot) if role == "prefill" else None
+        role_config = _with_bootstrap(role_configs[i], bootstrap)
+        plans.append(WorkerPlan(i, role, _worker_config(role_config, blocks[i]), ports[i], bootstrap))
+    servers = _start_workers(plans, progress)
+    gateway_port, metrics_port = ports[-2:]
+    try:
+        return _start_gateway(config, spec, command, servers, plans, gateway_port, metrics_port, started, progress)
+    except BaseException:
+        _stop_all([s.process for s in servers if s.process is not None])
+        raise
+
+
+def _role_config(config: LaunchConfig, role: Role, spec: FleetSpec) -> LaunchConfig:
+    """The launch config of one role: the common args, the role's flags, then the role's own args."""
+    if role == "regular":
+        return config
+    extra = spec.prefill_args if role == "prefill" else spec.decode_args
+    option = f"--sglang-{role}-launch"
+    try:
+        return dataclasses.replace(config, args=(*config.args, "--disaggregation-mode", role, *extra))
+    except ConfigError as exc:
+        raise ConfigError(option, " ".join(extra), exc.problem, exc.fix) from None
+
+
+def _with_bootstrap(config: LaunchConfig, port: int | None) -> LaunchConfig:
+    if port is None or config.launch_args.given("disaggregation_bootstrap_port"):
+        return config
+    return dataclasses.replace(config, args=(*config.args, "--disaggregation-bootstrap-port", str(port)))
+
+
+def _preflight(config: LaunchConfig, role_configs: list[LaunchConfig], spec: FleetSpec) -> None:
+    """The hicache preflight counting every worker on this host (each role's pools with its own args)."""
+    runner = get_runner(config, None)
+    distinct = {c: role_configs.count(c) for c in role_configs}
+    if len(distinct) == 1:
+        preflight.check(config, runner, role_configs[0].launch_args, workers=spec.total)
+        return
+    for role_config, count in distinct.items():  # each role's own pools must fit on their own too
+        preflight.check(role_config, runner, role_config.launch_args, workers=count)
+    plans = [(preflight.plan_for(c, runner, c.launch_args), n) for c, n in distinct.items()
+             if c.preflight and c.launch_args.enable_hierarchical_cache]
+    totals = [p.total_bytes for p, _ in plans]
+    if plans and all(t is not None for t in totals):
+        need = sum((t or 0) * n for t, (_, n) in zip(totals, plans, strict=True))
+        budget = plans[0][0].budget_bytes
+        if need > budget:
+            raise PreflightError(f"the fleet's host pools need {need / GB:.0f} GB together ("
+                                 + ", ".join(f"{n} x {(p.total_bytes or 0) / GB:.0f} GB" for p, n in plans)
+                                 + f"), but {budget / GB:.0f} GB are available. Nothing was started.",
+                                 fix="lower --hicache-size (GB per rank) in the role launch args, or launch fewer "
+                                     "workers on this host")
+
+
+def _start_workers(plans: list[WorkerPlan], progress: FleetProgress | None) -> list[SGLangServer]:
+    abort = threading.Event()
+    lock = threading.Lock()
+    procs: list[RunningProcess] = []
+
+    def on_start(proc: RunningProcess) -> None:
+        with lock:
+            procs.append(proc)
+        if abort.is_set():
+            raise _Aborted("fleet start abandoned")
+
+    def one(plan: WorkerPlan) -> SGLangServer:
+        sink = progress.for_worker(plan.index, plan.port, plan.role) if progress is not None else None
+        return launch(plan.config, sink, port=plan.port, on_start=on_start, preflight_done=True)
+
+    def abandon() -> None:
+        abort.set()
+        with lock:
+            started = list(procs)
+        _stop_all(started)  # the other workers' waits see their process gone and end at once
+
+    pool = ThreadPoolExecutor(max_workers=len(plans), thread_name_prefix="sglang-fleet-worker")
+    futures: list[Future[SGLangServer]] = [pool.submit(one, plan) for plan in plans]
+    try:
+        wait(futures, return_when=FIRST_EXCEPTION)
+    except BaseException:  # Ctrl-C while waiting: stop whatever started, then let the interrupt through
+        abandon()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    failed = next((i for i, f in enumerate(futures) if f.done() and f.exception() is not None), None)
+    if failed is None:
+        pool.shutdown(wait=True)
+        return [f.result() for f in futures]
+    abandon()
+    pool.shutdown(wait=True, cancel_futures=True)
+    _stop_all([p for f in futures if not f.cancelled() and f.exception() is None
+               for p in (f.result().process,) if p is not None])
+    raise _worker_failed(plans[failed], futures[failed].exception(), len(plans))
+
+
+def _worker_failed(plan: WorkerPlan, exc: BaseException | None, total: int) -> SGLangError:
+    text = redaction.scrub(str(exc)) if exc is not None else "unknown error"
+    head = (f"fleet start failed: {plan.name()}, one of {total} workers, did not start; every other process of "
+            "the fleet was stopped.\n")
+    if isinstance(exc, ServerExited):
+        error = ServerExited(head + text)
+        error.exit_status, error.phase, error.fatal_line, error.log_path = (
+            exc.exit_status, exc.phase, exc.fatal_line, exc.log_path)
+        return error
+    if isinstance(exc, SGLangError):
+        return type(exc)(head + text) if isinstance(exc, ServerStartError) else ServerStartError(head + text)
+    return ServerStartError(head + f"{type(exc).__name__}: {text}")
+
+
+def _stop_all(procs: list[RunningProcess]) -> None:
+    """Stop processes in parallel with a short grace (a fleet start is being abandoned)."""
+    def stop(proc: RunningProcess) -> None:
+        try:
+            proc.stop(ABORT_GRACE_S)
+        finally:
+            cleanup.untrack(proc)
+
+    threads = [threading.Thread(target=stop, args=(p,), daemon=True) for p in procs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _start_gateway(config: LaunchConfig, spec: FleetSpec, command: GatewayCommand, servers: list[SGLangServer],
+                   plans: list[WorkerPlan], port: int, metrics_port: int, started: float,
+                   progress: FleetProgress | None) -> SGLangServer:
+    host = connect_host(config.launch_args)
+    urls = [s.url for s in servers]
+    extra = spec.gateway_args
+    if config.client_api_key and "--api-key" not in extra:
+        extra = (*extra, "--api-key", config.client_api_key)  # the gateway authenticates to the workers with it
+    members = [GatewayMember(s.url, p.role, p.bootstrap_port) for s, p in zip(servers, plans, strict=True)]
+    argv = gateway_argv(command, host=host, port=port, metrics_port=metrics_port, members=members, args=extra)
+    directory = servers[0].log_path.parent if servers[0].log_path is not None else Path(".")
+    log_path = directory / f"gateway-{port}.log"
+    url = server_url(config, port)
+    if progress is not None:
+        mode = " in prefill-decode mode" if spec.pd else ""
+        progress.line(f"gateway {command.describe()} starting at {url}{mode} in front of {len(urls)} workers")
+    proc = start_gateway(argv, url=url, log_path=log_path, env=config.env_dict)
+    cleanup.track(proc)
+    try:
+        address = parse_server_url(url, source="gateway URL")
+        target = GatewayTarget(address, config.runner, api_key=config.client_api_key, process=proc,
+                               min_workers=spec.min_workers, expect_urls=urls)
+        discovery = wait_gateway_ready(target, config.startup_timeout_s, started=started,
+                                       say=progress.line if progress is not None else None)
+        handles = probe_workers(discovery, api_key=config.client_api_key, validate=config.validate,
+                                direct=spec.direct, timeout_s=30.0, known={s.url: s for s in servers})
+    except BaseException:
+        _stop_all([proc])
+        raise
+    by_url = {s.url: p.config for s, p in zip(servers, plans, strict=True)}
+    for handle in handles:
+        handle.config = by_url.get(handle.url)
+    gateway = SGLangServer(address, config.runner, config=config, launch_args=config.launch_args, process=proc,
+                           api_key=config.client_api_key, validate=config.validate)
+    # The flavour the gateway shows wins over the command's name (an "smg" script may be sglang-router's).
+    version = command.version if command.flavor == discovery.flavor else None
+    fleet = SGLangFleet(gateway, discovery.flavor, handles, version=version, direct=spec.direct,
+                        restarter=_restarter(progress), metrics_url=f"http://{host}:{metrics_port}/metrics")
+    gateway.fleet = fleet
+    if progress is not None:
+        progress.line(f"gateway ready at {url}: {fleet.describe()} "
+                      f"({time.monotonic() - started:.1f}s since the start)")
+    return gateway
+
+
+def _restarter(progress: FleetProgress | None) -> Callable[[WorkerHandle], SGLangServer]:
+    def restart(worker: WorkerHandle) -> SGLangServer:
+        assert worker.config is not None
+        port = parse_server_url(worker.url, source="worker URL").port
+        sink = progress.for_worker(worker.index, port, worker.role) if progress is not None else None
+        return launch(worker.config, sink, port=port, preflight_done=True)
+
+    return restart

@@ -1,0 +1,184 @@
+"""Wait until a gateway can serve: ONE tenacity loop, ONE deadline, fail fast when the gateway dies.
+
+A gateway's ``/health`` answers 200 even with no healthy worker (reference §1.3), so it is no
+readiness signal. Ready means ``GET /readiness`` 200, at least ``min_workers`` workers healthy in
+``GET /workers`` (default: every listed one; for a launch: every launched one, each listed by its URL).
+The loop polls every 0.1 s, so the fixture returns within a moment of the gateway turning ready.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+import httpx
+from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+from tenacity.stop import stop_base
+
+from pytest_sglang import redaction
+from pytest_sglang.errors import ServerExited, ServerNotReady, ServerUnavailable
+from pytest_sglang.fleet.discovery import Discovery, Readiness, parse_readiness, parse_workers
+from pytest_sglang.server.base import RunningProcess
+from pytest_sglang.server.client import deadline_in, make_client
+from pytest_sglang.server.phases import log_tail
+from pytest_sglang.server.progress import format_duration
+from pytest_sglang.server.readiness import excerpt
+from pytest_sglang.server.url import ServerURL
+
+__all__ = ["GatewayTarget", "wait_gateway_ready"]
+
+POLL_S = 0.1
+#: How often a waiting launch says what the gateway still lacks.
+HEARTBEAT_S = 15.0
+#: Attach: a gateway that does not answer at all is given this long (it is supposed to be up).
+ATTACH_GRACE_S = 1.0
+_CONNECT_S = 2.0
+_READ_S = 10.0
+
+
+@dataclass
+class GatewayTarget:
+    """What is waited for: the gateway, its process when launched, and the workers it must show."""
+
+    url: ServerURL
+    mode: str  # "attach" or the runner of a launched fleet
+    api_key: str | None = None
+    process: RunningProcess | None = None
+    #: Healthy workers needed; None = every listed worker (at least one).
+    min_workers: int | None = None
+    #: Launch: the URLs that must be listed and healthy.
+    expect_urls: Collection[str] = ()
+
+    def exited(self) -> bool:
+        """True when the launched gateway process has ended."""
+        return self.process is not None and self.process.exit_status() is not None
+
+
+class _NotYet(Exception):
+    pass
+
+
+@dataclass
+class _Seen:
+    readiness: Readiness | None = None
+    discovery: Discovery | None = None
+    problem: str = "no answer yet"
+    refused_since: float | None = None
+
+
+class _gateway_exited(stop_base):
+    def __init__(self, target: GatewayTarget) -> None:
+        self.target = target
+
+    def __call__(self, retry_state: object) -> bool:
+        return self.target.exited()
+
+
+class _attach_gives_up(stop_base):
+    def __init__(self, seen: _Seen) -> None:
+        self.seen = seen
+
+    def __call__(self, retry_state: object) -> bool:
+        since = self.seen.refused_since
+        return since is not None and time.monotonic() - since >= ATTACH_GRACE_S
+
+
+def wait_gateway_ready(target: GatewayTarget, deadline_s: float, *, started: float | None = None,
+                       say: Callable[[str], None] | None = None) -> Discovery:
+    """Poll ``/readiness`` and ``/workers`` until the fleet is ready; the workers as the gateway lists them.
+
+    ``say`` hears what is still missing every :data:`HEARTBEAT_S` (a long wait is never silent).
+    """
+    t0 = time.monotonic() if started is None else started
+    left = max(0.0, t0 + deadline_s - time.monotonic())
+    seen = _Seen()
+    stop = stop_after_delay(left) | _gateway_exited(target)
+    if target.mode == "attach":
+        stop = stop | _attach_gives_up(seen)
+    retrying = Retrying(stop=stop, wait=wait_fixed(POLL_S), retry=retry_if_exception_type(_NotYet), reraise=False)
+    timeout = httpx.Timeout(_READ_S, connect=_CONNECT_S)
+    with make_client(target.url, target.api_key, timeout=timeout, trust_env=False) as client:
+        try:
+            last_said = time.monotonic()
+            for attempt in retrying:
+                if say is not None and time.monotonic() - last_said >= HEARTBEAT_S:
+                    last_said = time.monotonic()
+                    say(f"waiting for the gateway ({format_duration(last_said - t0)}): {seen.problem}")
+                with attempt:
+                    return _probe(client, target, seen)
+        except RetryError:
+            pass
+    raise _failure(target, seen, time.monotonic() - t0)
+
+
+def _probe(client: httpx.Client, target: GatewayTarget, seen: _Seen) -> Discovery:
+    try:
+        ready = parse_readiness(client.get("/readiness", extensions=deadline_in(_READ_S)))
+        workers = client.get("/workers", extensions=deadline_in(_READ_S))
+    except httpx.TransportError as exc:
+        seen.problem = f"the gateway does not answer: {type(exc).__name__}: {excerpt(str(exc), 120)}"
+        if seen.refused_since is None:
+            seen.refused_since = time.monotonic()
+        raise _NotYet(seen.problem) from None
+    seen.refused_since = None
+    seen.readiness = ready
+    found = parse_workers(_json(workers)) if workers.status_code == 200 else None
+    if found is None:
+        seen.problem = f"GET /workers -> {workers.status_code}: not a worker list"
+        raise _NotYet(seen.problem)
+    seen.discovery = found
+    problem = _unmet(target, ready, found)
+    if problem is not None:
+        seen.problem = problem
+        raise _NotYet(problem)
+    return found
+
+
+def _json(response: httpx.Response) -> object:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _unmet(target: GatewayTarget, ready: Readiness, found: Discovery) -> str | None:
+    """Why the fleet is not ready yet, or None when it is."""
+    if not ready.ready:
+        return ready.describe()
+    listed = {w.url for w in found.workers}
+    missing = [u for u in target.expect_urls if u not in listed]
+    if missing:
+        return f"the gateway has not registered {', '.join(missing)} yet"
+    # Default: every listed (for a launch, every launched) worker healthy; --sglang-min-workers lowers it.
+    need = target.min_workers if target.min_workers is not None else max(1, len(found.workers))
+    if len(found.healthy) < need:
+        which = "" if target.min_workers is None else " (--sglang-min-workers)"
+        return f"{len(found.healthy)} of {len(found.workers)} workers healthy, {need} needed{which}"
+    return None
+
+
+def _failure(target: GatewayTarget, seen: _Seen, elapsed_s: float) -> Exception:
+    lines = [f"gateway {target.url} (mode={target.mode}) not ready after {format_duration(elapsed_s)}: {seen.problem}"]
+    if seen.readiness is not None:
+        lines.append(f"Last readiness: {seen.readiness.describe()}")
+    if seen.discovery is not None:
+        lines += ["Workers as the gateway lists them:"] + [
+            f"  {w.role} {w.url} {'healthy' if w.is_healthy else 'UNHEALTHY'}" for w in seen.discovery.workers]
+    if target.process is not None:
+        tail = log_tail(target.process.log_path, 20)
+        if tail:
+            lines += [f"Gateway log ({target.process.log_path}), last lines:"] + [f"  {line}" for line in tail]
+    if target.exited():
+        assert target.process is not None
+        status = target.process.exit_status()
+        lines[0] = (f"gateway {target.url} {status.describe() if status else 'exited'} before the fleet was ready "
+                    f"({format_duration(elapsed_s)})")
+        lines.append("Fix: read the gateway log above (a bad --sglang-gateway argument?).")
+        return ServerExited(redaction.scrub("\n".join(lines)))
+    if target.mode == "attach":
+        lines.append("Fix: check the workers behind the gateway (their /health and logs), or lower "
+                     "--sglang-min-workers if fewer healthy workers are acceptable.")
+        return ServerUnavailable(redaction.scrub("\n".join(lines)))
+    lines.append("Fix: read the gateway log; raise --sglang-startup-timeout if the workers need longer.")
+    return ServerNotReady(redaction.scrub("\n".join(lines)))

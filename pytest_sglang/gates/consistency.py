@@ -1,0 +1,138 @@
+"""``sglang_fleet(consistent=True)``: every worker runs the same SGLang, model and launch configuration.
+
+Each worker's own ``/server_info`` (the resolved launch arguments, reference §2.2) is compared field by
+field over :data:`FIELDS`. What a request's answer depends on (:data:`IDENTITY`: version, model,
+weights, dtype, quantization, context length, parsers, ...) must match on every worker; the serving
+configuration (:data:`PER_ROLE`: parallelism, memory, scheduling, hierarchical cache, ...) must match
+between workers of the same role, because a PD fleet's prefill and decode workers may differ on
+purpose. A worker this machine cannot reach is compared on what the gateway lists about it (smg 1.x
+``labels``: version, model_path, tp/dp/pp size; sglang-router 0.3.x ``metadata``: model_path, tp/dp
+size), and the fields it does not list are named as not checked. A failure shows a table of the
+differing fields only, one column per worker.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_sglang.errors import SGLangError
+from pytest_sglang.gates.base import GateOutcome, compare
+
+if TYPE_CHECKING:
+    from pytest_sglang.fleet.handle import WorkerHandle
+
+__all__ = ["FIELDS", "IDENTITY", "PER_ROLE", "WorkerView", "compare_workers", "differing", "table", "views"]
+
+#: Compared across every worker: what the answer to a request depends on.
+IDENTITY = (
+    "version", "model_path", "served_model_name", "tokenizer_path", "revision", "weight_version", "load_format",
+    "dtype", "quantization", "kv_cache_dtype", "context_length", "page_size", "chat_template", "reasoning_parser",
+    "tool_call_parser", "enable_lora", "lora_paths", "speculative_algorithm", "speculative_draft_model_path",
+    "disaggregation_transfer_backend",
+)
+#: Compared between workers of the same role (regular, prefill, decode): how each one serves.
+PER_ROLE = (
+    "tp_size", "dp_size", "pp_size", "ep_size", "nnodes", "enable_dp_attention", "mem_fraction_static",
+    "max_total_tokens", "max_running_requests", "max_queued_requests", "chunked_prefill_size", "max_prefill_tokens",
+    "schedule_policy", "disable_radix_cache", "attention_backend", "sampling_backend", "grammar_backend",
+    "enable_hierarchical_cache", "hicache_ratio", "hicache_size", "hicache_write_policy", "hicache_io_backend",
+    "hicache_mem_layout", "hicache_storage_backend", "hicache_host_memory_mode", "speculative_num_steps",
+    "speculative_eagle_topk", "speculative_num_draft_tokens", "allow_auto_truncate", "enable_cache_report",
+    "disaggregation_mode",
+)
+FIELDS = IDENTITY + PER_ROLE
+_CELL = 40  # characters of a value shown in the table
+
+
+def _text(value: Any) -> str:
+    """A /server_info value as the gateway lists facts: strings as they are, the rest as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    """One worker's fields as text, from its own /server_info or (unreachable) the gateway's listing."""
+
+    worker: WorkerHandle
+    values: dict[str, str]
+    #: Empty when read from the worker itself; otherwise why only the gateway's facts were used.
+    fallback: str = ""
+    role: str = field(default="regular")
+
+
+def views(workers: Iterable[WorkerHandle]) -> list[WorkerView]:
+    """Every worker's view: its own /server_info when reachable, else the gateway's facts about it."""
+    out: list[WorkerView] = []
+    for worker in workers:
+        why = worker.unreachable or "not reachable from here"
+        if worker.server is not None:
+            try:
+                info = worker.info()
+            except SGLangError as exc:
+                why = f"GET /server_info failed: {str(exc).splitlines()[0]}"
+            else:
+                out.append(WorkerView(worker, {f: _text(info.get(f)) for f in FIELDS}, role=worker.role))
+                continue
+        facts = {f: worker.entry.facts[f] for f in FIELDS if f in worker.entry.facts}
+        out.append(WorkerView(worker, facts, fallback=why, role=worker.role))
+    return out
+
+
+def _groups(field_name: str, seen: Sequence[WorkerView]) -> list[list[WorkerView]]:
+    if field_name in IDENTITY:
+        return [list(seen)]
+    roles = dict.fromkeys(v.role for v in seen)
+    return [[v for v in seen if v.role == role] for role in roles]
+
+
+def differing(seen: Sequence[WorkerView], fields: Sequence[str]) -> list[str]:
+    """The fields whose known values differ (between all workers, or within a role for :data:`PER_ROLE`)."""
+    out = []
+    for name in fields:
+        if any(len({v.values[name] for v in group if name in v.values}) > 1 for group in _groups(name, seen)):
+            out.append(name)
+    return out
+
+
+def _cell(value: str | None) -> str:
+    if value is None:
+        return "?"
+    return value if len(value) <= _CELL else value[: _CELL - 3] + "..."
+
+
+def table(seen: Sequence[WorkerView], fields: Sequence[str]) -> list[str]:
+    """``field | worker 0 (url) | worker 1 (url)`` rows for ``fields``, columns aligned ("?": not known)."""
+    header = ["field", *(v.worker.name() + (f" [{v.role}]" if v.role != "regular" else "") for v in seen)]
+    rows = [header] + [[name, *(_cell(v.values.get(name)) for v in seen)] for name in fields]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def compare_workers(seen: Sequence[WorkerView], ignore: Sequence[str], gate: str) -> GateOutcome:
+    """The consistency outcome: one check (the differing fields, or none), the diff table and what was not read."""
+    fields = [f for f in FIELDS if f not in ignore]
+    diffs = differing(seen, fields) if len(seen) > 1 else []
+    out = GateOutcome(gate)
+    ignored = f", {len(FIELDS) - len(fields)} ignored ({', '.join(ignore)})" if ignore else ""
+    listed = sum(bool(v.fallback) for v in seen)
+    where = "each worker's own /server_info" + (f" (the gateway's listing for {listed} not read directly)"
+                                                  if listed else "")
+    out.add(compare(gate, "differing_fields", ", ".join(diffs) or "none", "==", "none",
+                    source=f"{where}: {len(fields)} launch fields compared{ignored}",
+                    remedy="launch every worker with the same SGLang version, model and launch arguments (or "
+                           "ignore=[...] a field that may differ on purpose)"))
+    if diffs:
+        out.notes.append(f"{len(diffs)} field(s) differ between the workers (only those are shown):")
+        out.notes += [f"  {row}" for row in table(seen, diffs)]
+    if len(seen) < 2:
+        out.notes.append(f"{len(seen)} worker(s) behind the gateway: nothing to compare")
+    for view in seen:
+        if view.fallback:
+            missing = [f for f in fields if f not in view.values]
+            shown = ", ".join(sorted(set(fields) - set(missing))) or "nothing"
+            out.notes.append(f"{view.worker.name()}: {view.fallback}; compared on the gateway's listing only "
+                             f"({shown}); {len(missing)} field(s) not checked")
+    return out

@@ -1,0 +1,244 @@
+"""The option table: every pytest-sglang setting declared once, as one :class:`Option` row.
+
+A row's name is its CLI flag (``--sglang-x-y``), its ini key and ``dest`` (``sglang_x_y``) and its environment
+variable (``PYTEST_SGLANG_X_Y``); it carries the help, the parser (the type), the default (the engine's
+constants from :mod:`pytest_sglang.defaults`), the ini type and whether it is secret.
+:mod:`pytest_sglang.plugin.settings` resolves the rows into a typed :class:`~pytest_sglang.plugin.settings.Settings`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_sglang import defaults
+from pytest_sglang.plugin.values import (
+    _as_is,
+    hide_env_value,
+    hide_launch_secrets,
+    hide_url_credentials,
+    parse_args,
+    parse_bool,
+    parse_choice,
+    parse_docker_memory,
+    parse_env_pair,
+    parse_fraction,
+    parse_gpus,
+    parse_launch,
+    parse_nonnegative_float,
+    parse_positive_float,
+    parse_positive_int,
+    parse_regression_limits,
+    parse_shm_size,
+    parse_text,
+    parse_url,
+    parse_volume,
+)
+
+__all__ = ["OPTIONS", "OPTIONS_BY_NAME", "SIMULATE_DEFAULT_LAUNCH", "Option"]
+
+#: pytest's ``addini`` type: a tag (``"linelist"``) or, since pytest 9.2, a type expression
+#: (``bool | str``). pytest's own alias for it is private, hence ``Any``.
+IniType = Any
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting, declared once: CLI flag, ini key and environment variable share one name."""
+
+    name: str  # dest and ini key, e.g. "sglang_url"
+    help: str  # without the default: :attr:`help_text` appends it from ``default``
+    parse: Callable[[str], Any] = parse_text
+    default: Any = None  # the typed value (a tuple for lists); None = "not set"
+    kind: str = "value"  # "value" | "flag" (store_true) | "list" (repeatable / ini linelist) | "negatable"
+    metavar: str | None = None
+    env_aliases: tuple[str, ...] = ()
+    cli_only: bool = False
+    #: Never shown: masked in ``Settings`` repr, usage errors and the header; registered for scrubbing.
+    secret: bool = False
+    #: How a (non-secret) raw value is shown in messages, e.g. :func:`hide_env_value`.
+    show: Callable[[str], str] = _as_is
+    #: The value may be a bare number in ``[tool.pytest]`` TOML (``sglang_startup_timeout = 900``).
+    number: bool = False
+    #: What the setting acts on: "run" (always), "launch" (only a launched server), "docker" (only
+    #: the docker runner). A setting given where it does not act is named in the report header.
+    scope: str = "run"
+    #: Said in the help when ``default`` is None but something happens anyway ("the tested release").
+    default_text: str | None = None
+
+    @property
+    def cli(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return "PYTEST_" + self.name.upper()
+
+    @property
+    def help_text(self) -> str:
+        """The help for the CLI flag and the ini key (one text, STYLE habit 7), with the default."""
+        default = self.default_text or _default_text(self.default)
+        return f"{self.help} (default {default})" if default else self.help
+
+    @property
+    def ini_type(self) -> IniType:
+        """The ``addini`` type: numbers and booleans may be bare in ``[tool.pytest]`` TOML, or quoted.
+
+        ``str`` is the last member, so settings (not pytest) reports a bad value, naming the key.
+        """
+        if self.kind == "list":
+            return "linelist"
+        if self.kind in ("flag", "negatable"):
+            return bool | str
+        return str | float if self.number else str
+
+    @property
+    def ini_type_fallback(self) -> str:
+        """Pytest < 9.2 has no type expressions: strings only (numbers must be quoted in TOML)."""
+        return "linelist" if self.kind == "list" else "string"
+
+    def shown(self, raw: object) -> str:
+        """``raw`` as it may appear in any output."""
+        return "***" if self.secret else self.show(str(raw))
+
+
+def _default_text(value: object) -> str:
+    if value is True:
+        return "on"
+    if value is None or value is False or value == ():
+        return ""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+#: What ``--sglang-simulate`` launches when no ``--sglang-launch`` is given: the simulator's
+#: smallest profile, which starts in well under a second.
+SIMULATE_DEFAULT_LAUNCH: tuple[str, ...] = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny")
+
+# Help-text style: start lowercase, no trailing period, say the unit; the default is appended from
+# ``default`` (or ``default_text``), never written in the help.
+OPTIONS: tuple[Option, ...] = (
+    Option("sglang_url", "attach to a running SGLang server at URL; it is never stopped or signalled",
+           parse=parse_url, metavar="URL", show=hide_url_credentials),
+    Option("sglang_launch", "launch SGLang with these launch_server args (shlex-split, never a shell)",
+           parse=parse_launch, metavar="ARGS", show=hide_launch_secrets, scope="launch"),
+    Option("sglang_runner", "how to launch: " + ", ".join(defaults.RUNNERS[:-1]) + " or " + defaults.RUNNERS[-1],
+           parse=parse_choice(*defaults.RUNNERS), default=defaults.DEFAULT_RUNNER, metavar="RUNNER",
+           scope="launch"),
+    Option("sglang_simulate", "shorthand for --sglang-runner simulator (with a working default launch)",
+           parse=parse_bool, kind="flag", default=False, scope="launch"),
+    Option("sglang_command", "command prefix (shlex-split) replacing '<python> -m sglang.launch_server'",
+           parse=parse_args, metavar="CMD", show=hide_launch_secrets, scope="launch"),
+    Option("sglang_python", "interpreter for the default command, e.g. a separate SGLang venv",
+           metavar="PATH", scope="launch"),
+    Option("sglang_env", "extra environment for the server, KEY=VALUE (repeatable)",
+           parse=parse_env_pair, kind="list", default=(), metavar="KEY=VALUE", show=hide_env_value,
+           scope="launch"),
+    Option("sglang_startup_timeout", "one deadline in seconds for the whole start",
+           parse=parse_positive_float, default=defaults.DEFAULT_STARTUP_TIMEOUT_S, metavar="S", number=True),
+    Option("sglang_request_timeout", "seconds one request of a load may take (marker/LoadSpec request_timeout_s wins)",
+           parse=parse_positive_float, metavar="S", number=True,
+           default_text="derived from input_len/output_len, at least 60"),
+    Option("sglang_load_timeout", "one deadline in seconds for each whole load (load_timeout_s wins)",
+           parse=parse_positive_float, metavar="S", number=True, default_text="derived from requests/concurrency"),
+    Option("sglang_api_key", "API key sent as a Bearer token (also read from SGLANG_API_KEY)",
+           env_aliases=("SGLANG_API_KEY",), metavar="KEY", secret=True),
+    Option("sglang_validate", "what schema mismatches do: " + ", ".join(defaults.VALIDATE_MODES),
+           parse=parse_choice(*defaults.VALIDATE_MODES), default=defaults.DEFAULT_VALIDATE, metavar="MODE"),
+    Option("sglang_host_memory_reserve_gb", "host memory (decimal GB) kept free by the hicache preflight",
+           parse=parse_nonnegative_float, default=defaults.DEFAULT_HOST_MEMORY_RESERVE_GB, metavar="N",
+           number=True, scope="launch"),
+    Option("sglang_no_preflight", "skip the hicache host-memory preflight before launching",
+           parse=parse_bool, kind="flag", default=False, scope="launch"),
+    Option("sglang_log_dir", "directory for server logs", metavar="DIR", scope="launch",
+           default_text="under pytest's basetemp"),
+    Option("sglang_kill",
+           "stop servers and containers left behind by earlier runs of this plugin, report, exit",
+           parse=parse_bool, kind="flag", default=False, cli_only=True),
+    # docker runner
+    Option("sglang_image", "docker image for the docker runner", metavar="IMAGE", scope="docker",
+           default_text="the tested SGLang release"),
+    Option("sglang_gpus", "GPUs the launch may use: all, none, a count N, or IDs like 0,1 (docker: the "
+           "container's; a fleet gives each worker its own block)",
+           parse=parse_gpus, default=defaults.DEFAULT_GPUS, metavar="GPUS", number=True, scope="launch"),
+    Option("sglang_shm_size", "container /dev/shm size, as SGLang's docs recommend",
+           parse=parse_shm_size, default=defaults.DEFAULT_SHM_SIZE, metavar="SIZE",
+           scope="docker"),
+    Option("sglang_ipc_host", "run the container with --ipc=host; --no-sglang-ipc-host turns it off",
+           parse=parse_bool, kind="negatable", default=defaults.DEFAULT_IPC_HOST, scope="docker"),
+    Option("sglang_volume", "bind mount SRC:DST[:ro] for the container (repeatable)",
+           parse=parse_volume, kind="list", default=(), metavar="SRC:DST[:ro]",
+           scope="docker"),
+    Option("sglang_docker_memory", "container memory limit, e.g. 64g (also the preflight budget)",
+           parse=parse_docker_memory, metavar="SIZE", scope="docker"),
+    Option("sglang_pull", "image pull policy: " + ", ".join(defaults.PULL_POLICIES),
+           parse=parse_choice(*defaults.PULL_POLICIES), default=defaults.DEFAULT_PULL, metavar="POLICY",
+           scope="docker"),
+    Option("sglang_docker_network", "docker network for the container", metavar="NAME", scope="docker"),
+    # fleets: SGLang workers behind SGLang's gateway (smg, sglang-router)
+    Option("sglang_workers", "launch N identical SGLang workers and SGLang's gateway in front of them",
+           parse=parse_positive_int, metavar="N", number=True, scope="launch", default_text="1, no gateway"),
+    Option("sglang_gateway", "gateway arguments (shlex-split), e.g. \"--policy cache_aware\"",
+           parse=parse_args, metavar="ARGS", show=hide_launch_secrets, scope="launch"),
+    Option("sglang_gateway_command", "the gateway command (shlex-split)", parse=parse_args, metavar="CMD",
+           show=hide_launch_secrets, scope="launch",
+           default_text="'smg launch' when smg is installed, else 'python -m sglang_router.launch_router'"),
+    Option("sglang_min_workers", "healthy workers a gateway must have to be ready", parse=parse_positive_int,
+           metavar="N", number=True, default_text="every listed worker"),
+    Option("sglang_fleet_direct", "probe a gateway's workers directly: " + ", ".join(defaults.FLEET_DIRECT_MODES)
+           + " (auto: workers not reachable from here are judged by what the gateway shows)",
+           parse=parse_choice(*defaults.FLEET_DIRECT_MODES), default=defaults.DEFAULT_FLEET_DIRECT, metavar="MODE"),
+    # prefill-decode disaggregation: a PD fleet behind the gateway in PD mode
+    Option("sglang_prefill", "launch N prefill workers (--disaggregation-mode prefill) for a prefill-decode fleet",
+           parse=parse_positive_int, metavar="N", number=True, scope="launch"),
+    Option("sglang_decode", "launch M decode workers (--disaggregation-mode decode) for a prefill-decode fleet",
+           parse=parse_positive_int, metavar="M", number=True, scope="launch"),
+    Option("sglang_prefill_launch", "extra launch args of the prefill workers only (shlex-split)",
+           parse=parse_launch, metavar="ARGS", show=hide_launch_secrets, scope="launch"),
+    Option("sglang_decode_launch", "extra launch args of the decode workers only (shlex-split)",
+           parse=parse_launch, metavar="ARGS", show=hide_launch_secrets, scope="launch"),
+    Option("sglang_pd_reference_url", "a single SGLang server the PD parity gate compares with", parse=parse_url,
+           metavar="URL", show=hide_url_credentials, default_text="launched by the gate from the common launch args"),
+    # the acceptance suite (pytest --pyargs pytest_sglang.acceptance)
+    Option("sglang_acceptance_samples", "requests per acceptance check", parse=parse_positive_int,
+           default=defaults.ACCEPTANCE_SAMPLES, metavar="N", number=True),
+    Option("sglang_acceptance_max_tokens", "output tokens per acceptance request", parse=parse_positive_int,
+           default=defaults.ACCEPTANCE_MAX_TOKENS, metavar="N", number=True),
+    Option("sglang_acceptance_request_timeout", "seconds one acceptance request may take",
+           parse=parse_positive_float, default=defaults.ACCEPTANCE_REQUEST_TIMEOUT_S, metavar="S", number=True),
+    Option("sglang_acceptance_min_match_rate",
+           "floor of identical greedy outputs across batch sizes without --enable-deterministic-inference",
+           parse=parse_fraction, default=defaults.ACCEPTANCE_MIN_MATCH_RATE, metavar="F", number=True),
+    Option("sglang_acceptance_max_kl", "mean KL estimate allowed between cached and cold logprobs",
+           parse=parse_positive_float, default=defaults.ACCEPTANCE_MAX_KL, metavar="X", number=True),
+    Option("sglang_acceptance_concurrency", "most acceptance requests in flight (capped by the server)",
+           parse=parse_positive_int, default=defaults.ACCEPTANCE_CONCURRENCY, metavar="N", number=True),
+    Option("sglang_acceptance_disconnect_timeout", "seconds a disconnected stream may hold its slot",
+           parse=parse_positive_float, default=defaults.ACCEPTANCE_DISCONNECT_TIMEOUT_S, metavar="S", number=True),
+    # accuracy and golden outputs
+    Option("sglang_eval_data", "local dataset file for the gsm8k/mmlu accuracy tasks", metavar="PATH",
+           default_text="the Hugging Face hub, when reachable"),
+    Option("sglang_golden", "add the 'golden outputs' test: compare the server with this recording",
+           metavar="PATH"),
+    Option("sglang_golden_min_match", "exact-match rate of token ids the golden check requires",
+           parse=parse_fraction, default=1.0, metavar="F", number=True),
+    Option("sglang_golden_max_logprob_delta", "largest logprob difference the golden check allows",
+           parse=parse_nonnegative_float, metavar="X", number=True, default_text="not checked"),
+    # reports
+    Option("sglang_report", "write a JSON report (schemas/report.schema.json) to PATH", metavar="PATH"),
+    Option("sglang_report_requests", "include per-request records in the JSON report",
+           parse=parse_bool, kind="flag", default=False),
+    Option("sglang_markdown", "write the gate summary as Markdown to PATH", metavar="PATH",
+           default_text="$GITHUB_STEP_SUMMARY if set"),
+    Option("sglang_baseline", "compare against a previous JSON report", metavar="PATH"),
+    Option("sglang_max_regression",
+           "allowed regression vs the baseline: 5% or output_throughput:5%,p99_ttft_ms:10%",
+           parse=parse_regression_limits, metavar="LIMITS"),
+    Option("sglang_baseline_strict", "fail (not warn) when the baseline ran on another setup or workload",
+           parse=parse_bool, kind="flag", default=False),
+    Option("sglang_html", "write a self-contained HTML report to PATH", metavar="PATH"),
+)
+
+
+
+OPTIONS_BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
