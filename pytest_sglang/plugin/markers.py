@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_sglang.errors import SGLangError
-from pytest_sglang.gates.base import GateNotApplicable
 from pytest_sglang.gates.registry import DOCS_URL, GATES, GATES_BY_MARKER, GateContext
 from pytest_sglang.plugin.keys import RESULTS_KEY
 
@@ -119,6 +118,7 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
         return
     server = request.getfixturevalue("sglang_server")
     from pytest_sglang import redaction
+    from pytest_sglang.gates.base import GateNotApplicable
     from pytest_sglang.plugin.keys import SETTINGS_KEY
     from pytest_sglang.plugin.load_runner import load_runner
     from pytest_sglang.plugin.pool import terminal_write

@@ -19,11 +19,12 @@ from typing import Any
 import httpx
 import psutil
 
+from tests.plugin.plugin_helpers import owned_by, wait_for
+
 ROOT = Path(__file__).resolve().parents[2]
 GATEWAY_FIXTURES = ROOT / "fixtures" / "gateway"
 #: The simulator's smallest profile at a compressed time scale (a worker starts in about a second).
 SIM_LAUNCH = "--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.05"
-OWNER_ENV = "PYTEST_SGLANG_OWNER"
 #: A gateway that notices a dead worker within about a second (the default interval is 60 s).
 FAST_HEALTH = "--health-check-interval-secs 1 --health-failure-threshold 1"
 
@@ -47,25 +48,6 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def owned_by(pid: int) -> list[psutil.Process]:
-    """Live processes started by the pytest process ``pid`` (tagged with the owner marker)."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.environ().get(OWNER_ENV, "").startswith(f"{pid}:"):
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
-
-
-def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
 @dataclass
