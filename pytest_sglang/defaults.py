@@ -15,6 +15,10 @@ VALIDATE_MODES = ("strict", "warn", "off")
 DEFAULT_VALIDATE = "strict"
 #: One deadline for a whole start (launch, load weights, capture graphs, warm up), in seconds.
 DEFAULT_STARTUP_TIMEOUT_S = 1800.0
+#: Seconds an idle HTTP connection is kept for reuse. SGLang's uvicorn closes idle connections after
+#: 5 s (SGLANG_TIMEOUT_KEEP_ALIVE) and httpx keeps them 5 s too: a reuse could race the server's close
+#: and fail with "connection reset". Well below 5 s, the client always drops first.
+CLIENT_KEEPALIVE_S = 2.0
 #: Host memory (decimal GB) the hicache preflight keeps free for everything else on the host.
 DEFAULT_HOST_MEMORY_RESERVE_GB = 10.0
 

@@ -18,7 +18,8 @@ if [[ "${PYTEST_SGLANG_SKIP_REAL:-0}" != 1 ]]; then
   bash scripts/real-sglang/setup.sh | tee "$setup_out"
   REAL_SGLANG_PYTHON="$(sed -n 's/^REAL_SGLANG_PYTHON=//p' "$setup_out")"
   REAL_SGLANG_MODEL="$(sed -n 's/^REAL_SGLANG_MODEL=//p' "$setup_out")"
-  export REAL_SGLANG_PYTHON REAL_SGLANG_MODEL
+  REAL_SGLANG_ARITH_MODEL="$(sed -n 's/^REAL_SGLANG_ARITH_MODEL=//p' "$setup_out")"
+  export REAL_SGLANG_PYTHON REAL_SGLANG_MODEL REAL_SGLANG_ARITH_MODEL
   # A real prefill/decode pair on CPU needs mooncake (TCP) and libibverbs next to the venv (not in it).
   REAL_SGLANG_PD_HOME="$(bash scripts/real-sglang/pd-setup.sh | tee /dev/stderr | sed -n 's/^REAL_SGLANG_PD_HOME=//p')"
   export REAL_SGLANG_PD_HOME

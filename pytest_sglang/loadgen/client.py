@@ -19,6 +19,7 @@ import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
+from pytest_sglang.defaults import CLIENT_KEEPALIVE_S
 from pytest_sglang.loadgen.bodies import PATHS, request_body
 from pytest_sglang.loadgen.clock import stream_clock
 from pytest_sglang.loadgen.datasets import Prompt
@@ -40,7 +41,8 @@ def make_client(url: str, *, api_key: str | None, connections: int | None) -> ht
     """
     limit = connections + 2 if connections else 0
     session = aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=limit), timeout=aiohttp.ClientTimeout(total=None)
+        connector=aiohttp.TCPConnector(limit=limit, keepalive_timeout=CLIENT_KEEPALIVE_S),
+        timeout=aiohttp.ClientTimeout(total=None),
     )
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     return httpx.AsyncClient(

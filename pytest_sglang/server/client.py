@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 
 import httpx
 
+from pytest_sglang.defaults import CLIENT_KEEPALIVE_S
 from pytest_sglang.errors import ServerUnavailable
 from pytest_sglang.server.url import ServerURL, parse_server_url
 
@@ -77,7 +78,8 @@ def make_client(url: str | ServerURL, api_key: str | None = None, *, timeout: ht
     ``max_body_bytes=None`` lifts the cap (for a caller that bounds its own reads).
     """
     target = as_server_url(url)
-    transport: httpx.BaseTransport = httpx.HTTPTransport(trust_env=trust_env)
+    transport: httpx.BaseTransport = httpx.HTTPTransport(
+        trust_env=trust_env, limits=httpx.Limits(keepalive_expiry=CLIENT_KEEPALIVE_S))
     if max_body_bytes is not None:
         transport = CappedTransport(transport, max_body_bytes)
     return httpx.Client(base_url=target.base, transport=transport, trust_env=trust_env,

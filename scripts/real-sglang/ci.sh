@@ -7,12 +7,14 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 started=$SECONDS
-# setup.sh ends with REAL_SGLANG_PYTHON=... / REAL_SGLANG_MODEL=...: hand exactly those to the tests.
+# setup.sh ends with REAL_SGLANG_PYTHON=, REAL_SGLANG_MODEL= and REAL_SGLANG_ARITH_MODEL= lines: hand
+# exactly those to the tests.
 setup_out="$(mktemp)"
 trap 'rm -f "$setup_out"' EXIT
 bash scripts/real-sglang/setup.sh | tee "$setup_out"   # pipefail: a failed setup stops here
 export REAL_SGLANG_PYTHON="$(sed -n 's/^REAL_SGLANG_PYTHON=//p' "$setup_out")"
 export REAL_SGLANG_MODEL="$(sed -n 's/^REAL_SGLANG_MODEL=//p' "$setup_out")"
+export REAL_SGLANG_ARITH_MODEL="$(sed -n 's/^REAL_SGLANG_ARITH_MODEL=//p' "$setup_out")"
 REAL_SGLANG_PD_HOME="$(bash scripts/real-sglang/pd-setup.sh | tee /dev/stderr | sed -n 's/^REAL_SGLANG_PD_HOME=//p')"
 export REAL_SGLANG_PD_HOME
 PY="${PYTHON:-python3}"

@@ -234,11 +234,19 @@ def compare_probe(probe: Probe, real: httpx.Response, sim: httpx.Response) -> It
                 yield Diff(probe.name, "value $." + ".".join(map(str, path)), _short(rv), _short(sv))
 
 
+def client(url: str) -> httpx.Client:
+    """A client with a new connection per request: the probes compare answers, not connection reuse.
+
+    Real SGLang closes the connection after a 500 from an unhandled exception (``/v1/loads?include=
+    bogus``), so the next request on a kept connection can be reset by the peer.
+    """
+    return httpx.Client(base_url=url, timeout=60, limits=httpx.Limits(max_keepalive_connections=0))
+
+
 def compare(real_url: str, sim_url: str, api_key: str | None = None) -> list[Diff]:
     diffs: list[Diff] = []
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    with httpx.Client(base_url=real_url, timeout=60) as real, \
-            httpx.Client(base_url=sim_url, timeout=60) as sim:
+    with client(real_url) as real, client(sim_url) as sim:
         for probe in PROBES:
             kwargs: dict[str, Any] = {"headers": headers if probe.auth else {}}
             if probe.body is not None:

@@ -2,26 +2,30 @@
 # Set up REAL SGLang 0.5.23 on a CPU-only machine, for tests/real (pytest --run-real-sglang).
 #
 # Result: a venv whose `python -m sglang.launch_server` runs SGLang's own server processes (HTTP
-# server, tokenizer manager, scheduler with the real radix cache, detokenizer, model runner) and a
-# tiny Llama-architecture model folder served with --load-format dummy (random weights, no hub).
+# server, tokenizer manager, scheduler with the real radix cache, detokenizer, model runner), a
+# tiny Llama-architecture model folder served with --load-format dummy (random weights, no hub), and
+# a tiny Llama trained here on the generated arithmetic task (real weights, real answers) for the
+# accuracy, golden and acceptance tests (train_arithmetic_model.py, ~4-5 CPU minutes, cached).
 #
-#   bash scripts/real-sglang/setup.sh          # idempotent; ~5 s when cached, ~3 min from scratch
-#   bash scripts/real-sglang/setup.sh --fresh  # delete venv and model, rebuild
+#   bash scripts/real-sglang/setup.sh          # idempotent; ~5 s when cached, ~7 min from scratch
+#   bash scripts/real-sglang/setup.sh --fresh  # delete venv and models, rebuild
 #
 # Environment overrides:
 #   REAL_SGLANG_HOME  cache root            (default ${XDG_CACHE_HOME:-~/.cache}/pytest-sglang/real-sglang)
 #   REAL_SGLANG_VENV  venv path             (default $REAL_SGLANG_HOME/venv)
 #   REAL_SGLANG_MODEL tiny model folder     (default $REAL_SGLANG_HOME/tiny-llama)
+#   REAL_SGLANG_ARITH_MODEL  trained model  (default $REAL_SGLANG_HOME/arith-llama)
 #   SGLANG_WHEEL      a local sglang wheel  (default: sglang==0.5.23 from the package index)
 #   TORCH_SPEC        torch requirement     (default torch==2.13.0; needs a CPU wheel reachable by pip,
 #                                            e.g. through PIP_FIND_LINKS or a CPU index)
 #   PYTHON            interpreter for the venv (default python3.11, else python3)
-# Prints, last, the two lines tests/real reads:  REAL_SGLANG_PYTHON=...  REAL_SGLANG_MODEL=...
+# Prints, last, the lines tests/real reads: REAL_SGLANG_PYTHON=... REAL_SGLANG_MODEL=... REAL_SGLANG_ARITH_MODEL=...
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 HOME_DIR="${REAL_SGLANG_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/pytest-sglang/real-sglang}"
 VENV="${REAL_SGLANG_VENV:-$HOME_DIR/venv}"
 MODEL="${REAL_SGLANG_MODEL:-$HOME_DIR/tiny-llama}"
+ARITH="${REAL_SGLANG_ARITH_MODEL:-$HOME_DIR/arith-llama}"
 TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
 SGLANG_SPEC="${SGLANG_WHEEL:-sglang==0.5.23}"
 PYTHON="${PYTHON:-python3.11}"
@@ -29,7 +33,7 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 started=$SECONDS
 say() { printf '[real-sglang setup %3ds] %s\n' "$((SECONDS - started))" "$*"; }
 
-if [[ "${1:-}" == "--fresh" ]]; then say "--fresh: removing $VENV and $MODEL"; rm -rf "$VENV" "$MODEL"; fi
+if [[ "${1:-}" == "--fresh" ]]; then say "--fresh: removing $VENV, $MODEL and $ARITH"; rm -rf "$VENV" "$MODEL" "$ARITH"; fi
 
 # The stamp is a digest of every input of the install; equal digest + working import = nothing to do.
 # That keeps a cached CI run to the import check instead of ~50 no-op pip resolutions.
@@ -105,5 +109,22 @@ else
   printf '%s' "$digest" > "$STAMP"
   say "done; venv $(du -sh "$VENV" | cut -f1)"
 fi
+
+# The trained model: its stamp is a digest of what decides the weights (the training scripts, the
+# task's generator and prompt format, torch, transformers and tokenizers). Equal stamp = the folder
+# is that model; skip training.
+REPO="$(cd "$HERE/../.." && pwd)"
+arith_digest="$(cat "$HERE/train_arithmetic_model.py" "$HERE/arith_tokens.py" "$HERE/requirements-server.txt" \
+  "$REPO/pytest_sglang/accuracy/arithmetic.py" "$REPO/pytest_sglang/accuracy/task.py" \
+  <(printf '%s\n' "$TORCH_SPEC") | sha256sum | cut -c1-16)"
+ARITH_STAMP="$ARITH/.pytest-sglang-train"
+if [[ -f "$ARITH_STAMP" && "$(cat "$ARITH_STAMP")" == "$arith_digest" && -f "$ARITH/model.safetensors" ]]; then
+  say "arithmetic model cached (stamp $arith_digest)"
+else
+  say "training the arithmetic model -> $ARITH (about 4 minutes on 2 cores)"
+  "$VENV/bin/python" -W ignore "$HERE/train_arithmetic_model.py" "$ARITH"
+  printf '%s' "$arith_digest" > "$ARITH_STAMP"
+fi
 echo "REAL_SGLANG_PYTHON=$VENV/bin/python"
 echo "REAL_SGLANG_MODEL=$MODEL"
+echo "REAL_SGLANG_ARITH_MODEL=$ARITH"

@@ -12,6 +12,7 @@ from pytest_sglang.correctness.golden import _divergence
 from pytest_sglang.correctness.http import Reply, StreamReply, _feed
 from pytest_sglang.correctness.kl import k3
 from pytest_sglang.correctness.openai_checks import pick_stop
+from pytest_sglang.correctness.openai_sampling import textless_drops_only
 from pytest_sglang.correctness.result import MAX_SHOWN, CheckFailed
 from pytest_sglang.correctness.shapes import from_reply, from_stream
 from pytest_sglang.correctness.tools import call_problem, merge_deltas
@@ -143,3 +144,24 @@ def test_batch_sizes_and_divergence() -> None:
     assert _divergence([1, 2, 3], [1, 2, 3]) is None
     assert _divergence([1, 2, 3], [1, 9, 3]) == 1
     assert _divergence([1, 2, 3], [1, 2]) == 2
+
+
+def _entries(*tokens: str) -> list[dict[str, object]]:
+    return [{"token": t, "logprob": -0.1} for t in tokens]
+
+
+@pytest.mark.parametrize("streamed", [("a", "b", "c"), ("a", "c"), ("a",)], ids=["all", "no-special", "no-partial"])
+def test_a_chat_stream_may_lose_only_tokens_without_text(streamed: tuple[str, ...]) -> None:
+    # "" is a skipped special token, U+FFFD a partial UTF-8 character: SGLang streams no chunk for either
+    batch = _entries("a", "", "\ufffd", *(("b", "c") if len(streamed) == 3 else ("c",) if len(streamed) == 2 else ()))
+    assert textless_drops_only(batch, _entries(*streamed)) is None
+
+
+def test_a_chat_stream_losing_a_token_with_text_is_named() -> None:
+    problem = textless_drops_only(_entries("a", "b", "", "c"), _entries("a", "c"))
+    assert problem is not None and problem.startswith("the stream lost token 1 ('b') that has text of its own")
+
+
+def test_a_chat_stream_entry_missing_from_the_batch_answer_is_named() -> None:
+    problem = textless_drops_only(_entries("a", ""), _entries("a", "z"))
+    assert problem == "streamed entry 1 ('z') is not in the unstreamed answer"

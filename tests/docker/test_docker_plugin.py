@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from dockerhelp import run_containers, sim_pytest_options
 
 pytestmark = pytest.mark.docker_engine
 
+Spawn = Callable[[str], "subprocess.Popen[bytes]"]
 SIM = "--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.2"
 
 
@@ -52,38 +54,71 @@ def test_schema_mismatch_is_reported(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*SchemaMismatch*"])
 
 
-def _popen(pytester: pytest.Pytester, launch: str) -> subprocess.Popen[bytes]:
-    pytester.copy_example("test_sleepy.py")
-    proc: subprocess.Popen[bytes] = pytester.popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *sim_pytest_options(),
-         f"--sglang-launch={launch}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return proc
+@pytest.fixture
+def spawn(pytester: pytest.Pytester) -> Iterator[Callable[[str], subprocess.Popen[bytes]]]:
+    """pytest in a child (``-X faulthandler``: a SIGABRT dumps its threads), output to ``child.out``.
+
+    A child still running at teardown (a failed wait) is killed, so no test leaks a process.
+    """
+    children: list[subprocess.Popen[bytes]] = []
+
+    def start(launch: str) -> subprocess.Popen[bytes]:
+        pytester.copy_example("test_sleepy.py")
+        with (pytester.path / "child.out").open("wb") as out:
+            proc: subprocess.Popen[bytes] = pytester.popen(
+                [sys.executable, "-X", "faulthandler", "-m", "pytest", "-p", "no:cacheprovider",
+                 *sim_pytest_options(), f"--sglang-launch={launch}"], stdout=out.fileno(), stderr=subprocess.STDOUT)
+        children.append(proc)
+        return proc
+
+    yield start
+    for proc in children:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def _exit_code(pytester: pytest.Pytester, proc: subprocess.Popen[bytes], timeout_s: float = 90) -> int:
+    """The child's exit code; a child still running at ``timeout_s`` fails the test with its stacks."""
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack, then it dies
+        try:
+            proc.wait(timeout=10)
+        finally:
+            proc.kill()
+            proc.wait()
+        tail = (pytester.path / "child.out").read_text(errors="replace")[-8000:]
+        raise AssertionError(f"pytest did not exit {timeout_s}s after the signal; its output:\n{tail}") from None
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_during_startup_leaves_no_container(pytester: pytest.Pytester, docker_client: Any,
-                                                   sig: signal.Signals) -> None:
-    proc = _popen(pytester, f"{SIM} --sim-fault hang-at:weights")
+                                                   spawn: Spawn, sig: signal.Signals) -> None:
+    proc = spawn(f"{SIM} --sim-fault hang-at:weights")
     _wait_for(lambda: any(c.status == "running" for c in run_containers(docker_client, owner_pid=proc.pid)),
               60, "the container to run")
     proc.send_signal(sig)
-    assert proc.wait(timeout=60) != 0
+    assert _exit_code(pytester, proc) != 0
     assert run_containers(docker_client, owner_pid=proc.pid) == []
 
 
-def test_ctrl_c_during_tests_leaves_no_container(pytester: pytest.Pytester, docker_client: Any) -> None:
-    proc = _popen(pytester, SIM)
+def test_ctrl_c_during_tests_leaves_no_container(pytester: pytest.Pytester, docker_client: Any,
+                                                 spawn: Spawn) -> None:
+    proc = spawn(SIM)
     _wait_for(lambda: (pytester.path / "server-ready.txt").exists(), 60, "the test to hold the server")
     assert run_containers(docker_client, owner_pid=proc.pid)
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=60) != 0
+    assert _exit_code(pytester, proc) != 0
     assert run_containers(docker_client, owner_pid=proc.pid) == []
 
 
-def test_leftovers_of_a_killed_pytest_are_reaped(pytester: pytest.Pytester, docker_client: Any) -> None:
+def test_leftovers_of_a_killed_pytest_are_reaped(pytester: pytest.Pytester, docker_client: Any,
+                                                 spawn: Spawn) -> None:
     from pytest_sglang.server.docker.engine import find_docker_leftovers
 
-    proc = _popen(pytester, SIM)
+    proc = spawn(SIM)
     _wait_for(lambda: (pytester.path / "server-ready.txt").exists(), 60, "the test to hold the server")
     proc.kill()  # SIGKILL: no cleanup can run, the container stays
     proc.wait(timeout=30)

@@ -12,7 +12,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,14 +168,20 @@ def sglang_processes(setup: RealSetup, since: float = 0.0) -> list[str]:
     venv = str(setup.python.parent.parent)
     # psutil derives create_time from the boot time, which /proc gives in whole seconds: allow slack
     since -= CREATE_TIME_SLACK_S
+    return describe_live((p for p in _iter_processes() if p.info["create_time"] >= since and _is_sglang(p, venv)),
+                         cmdline=True)
+
+
+def describe_live(procs: Iterable[psutil.Process], *, cmdline: bool = False) -> list[str]:
+    """``pid N name`` (``: command line`` with ``cmdline``) of each of ``procs`` still running."""
     found = []
-    for proc in _iter_processes():
-        if proc.info["create_time"] >= since and _is_sglang(proc, venv):
-            try:
-                if proc.status() != psutil.STATUS_ZOMBIE:
-                    found.append(f"pid {proc.pid} {proc.name()}: {' '.join(proc.cmdline())[:160]}")
-            except psutil.NoSuchProcess:
-                continue
+    for proc in procs:
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                line = f": {' '.join(proc.cmdline())[:160]}" if cmdline else ""
+                found.append(f"pid {proc.pid} {proc.name()}{line}")
+        except psutil.NoSuchProcess:
+            continue
     return found
 
 

@@ -116,15 +116,12 @@ def test_simulator_startup_log_reads_like_real(raw_server: RawServer, simulator)
 
 
 def test_simulator_answers_the_gateways_like_real(raw_server: RawServer, simulator, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    import httpx
-
     compare = _compare_module()
     assert raw_server.api_key is not None
     headers = {"Authorization": f"Bearer {raw_server.api_key}"}
     failures: list[str] = []
     seen: list[str] = []
-    with httpx.Client(base_url=raw_server.url, timeout=60) as real, \
-            httpx.Client(base_url=simulator.url, timeout=60) as sim:
+    with compare.client(raw_server.url) as real, compare.client(simulator.url) as sim:
         for method, path, kind, body, strict in GATEWAY_PROBES:
             probe = compare.Probe(method, path, kind, body, label="gateway")
             kwargs: dict[str, object] = {"headers": headers} if body is None else {"headers": headers, "json": body}
