@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from pytest_sglang.simulator import answer, grammar, tokenizer
+from pytest_sglang.simulator import answer, grammar, lora, tokenizer
 from pytest_sglang.simulator.answer import Ask
 from pytest_sglang.simulator.grammar import Constraint, ConstraintError
 from pytest_sglang.simulator.openai_features import MAX_N
@@ -234,11 +234,25 @@ async def _compile_error(request: web.Request, req: _Native, message: str) -> we
     return resp
 
 
+async def _value_error(request: web.Request, req: _Native, message: str) -> web.StreamResponse:
+    """The tokenizer manager's ValueError: a 400, or in a stream one error event and [DONE] (http_server.py)."""
+    if not req.body.get("stream"):
+        return json_response({"error": {"message": message}}, 400)
+    resp = web.StreamResponse(status=200, headers=SSE_HEADERS)
+    await resp.prepare(request)
+    event = {"error": {"message": message, "type": "invalid_request_error", "code": 400, "retryable": False}}
+    await resp.write(f"data: {dumps(event)}\n\n".encode() + DONE)
+    return resp
+
+
 async def generate(state: State, request: web.Request) -> web.StreamResponse:
     try:
         req = await _read(request)
     except BadRequest as exc:
         return exc.response
+    refused = lora.refusal(state.cfg.args, lora.from_native(req.body))
+    if refused is not None:
+        return await _value_error(request, req, refused)
     for ids in req.prompts:
         msg = length_error(state, len(ids), req.max_new)
         if msg:

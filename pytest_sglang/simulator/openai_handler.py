@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from pytest_sglang.simulator import answer, grammar, tokenizer
+from pytest_sglang.simulator import answer, grammar, lora, tokenizer
 from pytest_sglang.simulator.grammar import ConstraintError
 from pytest_sglang.simulator.openai_body import ChoiceOptions, openai_object
 from pytest_sglang.simulator.openai_features import OpenAIOptions, RequestError, read_options
@@ -96,6 +96,10 @@ async def openai(state: State, request: web.Request, *, chat: bool) -> web.Strea
         return exc.response
     except RequestError as exc:
         return error_response(exc.message, exc.err_type, exc.status)
+    # Raised before the first chunk, which 0.5.23 awaits before answering a stream: a 400 in both modes.
+    refused = lora.refusal(state.cfg.args, lora.from_model(body.get("model"), state.cfg.served_model_name))
+    if refused is not None:
+        return error_response(refused, "BadRequestError", 400)
     msg = length_error(state, len(ids), opts.max_new)
     if msg:
         return error_response(msg, "BadRequestError", 400)

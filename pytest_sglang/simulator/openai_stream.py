@@ -130,6 +130,9 @@ class OpenAIEmitter:
             if key == "content"
             else f'"reasoning_content":{dumps(text)}'
         )
+        return self._chunk(req, delta, lp)
+
+    def _chunk(self, req: Request, delta: str, lp: str) -> str:
         if self.continuous:
             return (
                 f'{self._head}"delta":{{{delta}}},"logprobs":{lp},"finish_reason":{self._null},'
@@ -180,6 +183,10 @@ class OpenAIEmitter:
                     )
                 )
             k = j
+        if lp != "null":
+            # 0.5.23 with a parser sends the logprobs of a step that made no chunk (markup such as
+            # <think>) alone, with an empty delta (serving_chat.py: "flush any leftover at the end").
+            out.append(self._chunk(req, '"reasoning_content":null', lp))
         return out
 
     def __call__(self, req: Request, done: bool) -> None:

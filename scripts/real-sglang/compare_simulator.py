@@ -80,6 +80,12 @@ PROBES = (
           {**CHAT, "stream": True, "stream_options": {"include_usage": True}}, label="include_usage"),
     Probe("POST", "/v1/completions", "sse", {"model": "default", "prompt": "Hi", "max_tokens": 4,
                                              "stream": True}),
+    # a LoRA adapter on a server without LoRA: refused (400, or in-band once a stream started)
+    Probe("POST", "/v1/chat/completions", "json", {**CHAT, "model": "default:no-such-adapter"}, label="adapter"),
+    Probe("POST", "/v1/chat/completions", "sse", {**CHAT, "model": "default:no-such-adapter", "stream": True},
+          label="adapter"),
+    Probe("POST", "/generate", "json", {**GEN, "lora_path": "no-such-adapter"}, label="lora_path"),
+    Probe("POST", "/generate", "sse", {**GEN, "lora_path": "no-such-adapter", "stream": True}, label="lora_path"),
     Probe("POST", "/generate", "json", {"input_ids": [5, 6, 7], "sampling_params": {"max_new_tokens": 2}},
           label="input_ids"),
     Probe("POST", "/generate", "json", {"text": ["a", "b"], "sampling_params": {"max_new_tokens": 2}},

@@ -14,13 +14,13 @@ ALL_TESTS = 47
 
 def test_the_suite_passes_on_a_fault_free_simulator(pytester: pytest.Pytester, sim_factory: SimFactory) -> None:
     sim = sim_factory("--enable-metrics", "--enable-deterministic-inference")
-    # The unknown-adapter check waits for the simulator (test_unknown_adapter_is_refused, in tests/correctness).
-    result = pytester.runpytest_subprocess(*SUITE, f"--sglang-url={sim.url}", "-v", "-k", "not unknown_model")
-    result.assert_outcomes(passed=ALL_TESTS - 5, skipped=4)  # tool calls and reasoning: no parsers
+    result = pytester.runpytest_subprocess(*SUITE, f"--sglang-url={sim.url}", "-v")
+    result.assert_outcomes(passed=ALL_TESTS - 4, skipped=4)  # tool calls and reasoning: no parsers
     result.stdout.fnmatch_lines_random([
         "*test_openai_api.py::test_usage[[]chat-stream[]] PASSED*",
         "*test_openai_api.py::test_seed[[]completions[]] PASSED*",
         "*test_errors.py::test_disconnect_frees_slot PASSED*",
+        "*test_errors.py::test_unknown_model_4xx PASSED*",
         "*test_consistency.py::test_cache_logprobs PASSED*",
         "*test_structured_output.py::test_structured_output[[]ebnf[]] PASSED*",
         "SKIPPED [[]2[]] *test_tool_calls.py:*: the server has no --tool-call-parser*",

@@ -12,12 +12,13 @@ LAUNCH = "--model-path sim/tiny-llama --sim-profile tiny --enable-metrics --enab
 def test_the_suite_passes_through_the_gateway(pytester: pytest.Pytester) -> None:
     """Every check runs through the gateway; the features and the slot gauge come from the workers."""
     result = pytester.runpytest_subprocess(*SUITE, "--sglang-simulate", f"--sglang-launch={LAUNCH}",
-                                           "--sglang-workers=2", "-v", "-k", "not unknown_model")
-    result.assert_outcomes(passed=ALL_TESTS - 5, skipped=4)  # tool calls and reasoning: no parsers
+                                           "--sglang-workers=2", "-v")
+    result.assert_outcomes(passed=ALL_TESTS - 4, skipped=4)  # tool calls and reasoning: no parsers
     result.stdout.fnmatch_lines_random([
         "sglang: fleet serving at http://127.0.0.1:*: gateway=smg * workers=2*",
         "*test_errors.py::test_disconnect_frees_slot PASSED*",
         "*test_errors.py::test_context_length_400 PASSED*",
+        "*test_errors.py::test_unknown_model_4xx PASSED*",
         "*test_native_api.py::test_generate_agreement PASSED*",
         "*test_consistency.py::test_cache_logprobs PASSED*",
     ])

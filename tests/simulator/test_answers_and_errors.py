@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
 
@@ -98,3 +99,33 @@ def test_malformed_requests_get_sglang_4xx(sim_factory: SimFactory) -> None:
 def test_a_client_that_disconnects_frees_its_slot(sim_factory: SimFactory) -> None:
     running = disconnect_mid_stream(sim_factory("--enable-metrics").url)
     assert running == 0.0
+
+
+def test_a_lora_adapter_is_refused_as_sglang_refuses_it(sim_factory: SimFactory) -> None:
+    msg = [{"role": "user", "content": "hi"}]
+    no_lora = sim_factory()
+    with httpx.Client(base_url=no_lora.url, timeout=30) as c:
+        model = c.get("/v1/models").json()["data"][0]["id"]
+        chat = c.post("/v1/chat/completions", json={"model": f"{model}:mine", "messages": msg, "max_tokens": 2})
+        stream = c.post("/v1/completions", json={"model": "x:mine", "prompt": "hi", "max_tokens": 2, "stream": True})
+        native = c.post("/generate", json={"text": "hi", "lora_path": "mine"})
+        native_stream = c.post("/generate", json={"text": "hi", "lora_path": ["mine"], "stream": True})
+        served = c.post("/v1/chat/completions", json={"model": model, "messages": msg, "max_tokens": 2})
+    refusal = ("LoRA adapter 'mine' was requested, but LoRA is not enabled. Please launch the server with "
+               "--enable-lora flag and preload adapters using --lora-paths or /load_lora_adapter endpoint.")
+    # OpenAI routes wait for the first chunk before answering, so a stream is refused with a 400 too
+    for r in (chat, stream):
+        assert (r.status_code, r.json()["type"], r.json()["message"]) == (400, "BadRequestError", refusal)
+    assert native.status_code == 400 and native.json() == {"error": {"message": refusal}}
+    assert native_stream.status_code == 200  # the native stream reports it in-band, then [DONE]
+    event = json.loads(native_stream.text.split("\n\n")[0].removeprefix("data: "))
+    assert event["error"]["message"] == refusal and native_stream.text.endswith("data: [DONE]\n\n")
+    assert served.status_code == 200
+
+    with_lora = sim_factory("--lora-paths", "mine=/adapters/mine")
+    with httpx.Client(base_url=with_lora.url, timeout=30) as c:
+        known = c.post("/v1/chat/completions", json={"model": "m:mine", "messages": msg, "max_tokens": 2})
+        unknown = c.post("/generate", json={"text": "hi", "lora_path": "other"})
+    assert known.status_code == 200
+    assert unknown.json()["error"]["message"] == ("Got LoRA adapter that has never been loaded: other\n"
+                                                  "All loaded adapters: dict_keys(['mine']).")

@@ -103,6 +103,21 @@ def test_reasoning_parser_separates_reasoning_batch_and_stream(sim_factory: SimF
     assert info["reasoning_parser"] == "deepseek-r1" and info["tool_call_parser"] is None
 
 
+def test_with_a_reasoning_parser_a_stream_keeps_every_logprob(sim_factory: SimFactory) -> None:
+    """The <think> markup sends no text; 0.5.23 sends its logprobs alone, with a delta of only
+    ``reasoning_content: null`` (serving_chat.py flushes leftovers when a parser is set)."""
+    sim = sim_factory("--reasoning-parser", "deepseek-r1")
+    body = {"messages": [{"role": "user", "content": "What is 6 * 7?"}], "max_tokens": 12, "ignore_eos": True,
+            "logprobs": True, "top_logprobs": 2}
+    with httpx.Client(base_url=sim.url, timeout=30) as c:
+        chunks = [ch for ch in events(c, "/v1/chat/completions", body) if isinstance(ch, dict)]
+        batch = c.post("/v1/chat/completions", json=body).json()["choices"][0]["logprobs"]["content"]
+    streamed = [e for ch in chunks if ch["choices"][0]["logprobs"] for e in ch["choices"][0]["logprobs"]["content"]]
+    assert [e["token"] for e in streamed] == [e["token"] for e in batch] and len(streamed) == 12
+    alone = [ch for ch in chunks if ch["choices"][0]["delta"] == {"reasoning_content": None}]
+    assert alone and all(ch["choices"][0]["logprobs"]["content"][0]["token"] == "<think>" for ch in alone[:1])
+
+
 def test_without_a_parser_the_think_text_stays_in_content(sim_factory: SimFactory) -> None:
     sim = sim_factory()
     with httpx.Client(base_url=sim.url, timeout=30) as c:
