@@ -7,7 +7,16 @@ it: ``--run-real-sglang`` (scripts/real-sglang/setup.sh done) and ``--run-docker
 
 from __future__ import annotations
 
+import signal
+
 import pytest
+
+# Many tests Ctrl-C a child pytest, load or server. A shell that starts this suite in the background
+# (`cmd &`, nohup, some CI runners) ignores SIGINT, and an ignored signal stays ignored in every child:
+# Python then installs no KeyboardInterrupt handler there and those tests hang. A handler, unlike an
+# ignore, is reset to the default by exec, so every child gets Python's usual Ctrl-C again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
