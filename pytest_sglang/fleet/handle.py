@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from pytest_sglang.errors import ConfigError, ServerUnavailable
+from pytest_sglang.errors import ConfigError, ServerUnavailable, SGLangError
 from pytest_sglang.fleet.discovery import Discovery, GatewayFlavor, Readiness, WorkerEntry, discover, parse_readiness
 from pytest_sglang.server.base import ExitStatus, RunningProcess
 from pytest_sglang.server.client import as_server_url, deadline_in, make_client
@@ -87,6 +87,15 @@ class WorkerHandle:
     def metrics(self) -> dict[str, list[promtext.Sample]]:
         """The worker's own ``/metrics``, parsed."""
         return self._direct().metrics()
+
+    def metrics_or_why(self) -> dict[str, list[promtext.Sample]] | str:
+        """:meth:`metrics`, or in words why they cannot be read (a gate notes it and goes on)."""
+        if self.server is None:
+            return f"{self.unreachable or 'not reachable from here'}: its /metrics cannot be read"
+        try:
+            return self.server.metrics()
+        except SGLangError as exc:
+            return f"GET /metrics failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
 
     def to_json(self) -> dict[str, Any]:
         """The worker's row for reports (no secrets: URLs are the gateway's, without credentials)."""

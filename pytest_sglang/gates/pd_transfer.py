@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pytest_sglang.errors import SGLangError
 from pytest_sglang.gates.base import Check, compare, fmt
 from pytest_sglang.gates.pd_roles import GATE, PD_ROLES
 from pytest_sglang.sglang import metrics_text
@@ -63,12 +62,9 @@ def _keys() -> tuple[str, ...]:
 
 def _read(worker: WorkerHandle) -> dict[str, float] | str:
     """The worker's PD figures now, or why they cannot be read."""
-    if not worker.reachable:
-        return f"{worker.unreachable or 'not reachable from here'}: its /metrics cannot be read"
-    try:
-        samples = worker.metrics()
-    except SGLangError as exc:
-        return f"GET /metrics failed: {str(exc).splitlines()[0]}"
+    samples = worker.metrics_or_why()
+    if isinstance(samples, str):
+        return samples
     return {key: metrics_text.value(samples, key) or 0.0 for key in _keys()}
 
 

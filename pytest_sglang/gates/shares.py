@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
-from pytest_sglang.errors import SGLangError
 from pytest_sglang.gates.base import GateOutcome, fmt
 from pytest_sglang.loadgen.servermetrics import REQUESTS_TOTAL
 from pytest_sglang.sglang import metrics_text
@@ -39,18 +38,11 @@ class Counters:
     missing: dict[str, str] = field(default_factory=dict)
 
 
-def _first_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
 def _read(worker: WorkerHandle, name: str) -> float | str:
     """The counter's value, or why it is not known (text)."""
-    if not worker.reachable:
-        return f"{worker.unreachable or 'not reachable from here'}: its /metrics cannot be read"
-    try:
-        samples = worker.metrics()
-    except SGLangError as exc:
-        return f"GET /metrics failed: {_first_line(exc)}"
+    samples = worker.metrics_or_why()
+    if isinstance(samples, str):
+        return samples
     value = metrics_text.value(samples, name)
     return value if value is not None else f"its /metrics has no {name}"
 

@@ -6,15 +6,15 @@ Each test starts its simulators and its gateway itself, then runs pytest in a su
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fleet_helpers import FAST_HEALTH, Gateway, copy_inner, load_fixture, run_inner, wait_for
+
+from tests.server.fakehttp import Route, fake_server, json_answer
 
 STARTUP = ("--sglang-startup-timeout", "30")
 
@@ -117,27 +117,10 @@ def pod_ip_gateway() -> Iterator[str]:
     text = json.dumps(record["/workers"]["body"])
     for i in range(3):
         text = text.replace(f"http://WORKER{i}", f"http://worker-{i}.sglang.invalid:30000")
-    answers = {"/workers": text.encode(), "/readiness": json.dumps(record["/readiness"]["body"]).encode()}
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = answers.get(self.path, b'{"error":"unknown_url"}')
-            self.send_response(200 if self.path in answers else 404)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    routes: dict[str, Route] = {"/workers": lambda h: (200, text, "application/json"),
+                                "/readiness": lambda h: json_answer(record["/readiness"]["body"])}
+    with fake_server(routes, not_found=(404, '{"error":"unknown_url"}', "application/json")) as fake:
+        yield fake.url
 
 
 def test_workers_not_reachable_from_here(tmp_path: Path) -> None:

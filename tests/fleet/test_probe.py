@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -18,6 +16,7 @@ from pytest_sglang.fleet.discovery import Discovery, WorkerEntry
 from pytest_sglang.fleet.probe import probe_workers
 from pytest_sglang.server.handle import SGLangServer
 from pytest_sglang.server.url import parse_server_url
+from tests.server.fakehttp import fake_server
 
 
 def _fleet(*entries: tuple[str, bool]) -> Discovery:
@@ -26,29 +25,6 @@ def _fleet(*entries: tuple[str, bool]) -> Discovery:
 
 def _probe(discovery: Discovery, direct: str = "auto", **kwargs: Any) -> list[Any]:
     return probe_workers(discovery, api_key=None, validate="strict", direct=direct, timeout_s=15.0, **kwargs)
-
-
-@contextmanager
-def status_server(status: int, body: bytes = b"") -> Iterator[str]:
-    """An HTTP server answering every GET with ``status``."""
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(status)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @contextmanager
@@ -83,8 +59,9 @@ def test_a_dead_worker_the_gateway_calls_healthy_is_an_error(sim_factory: Any) -
 
 
 def test_a_worker_answering_503_is_dead() -> None:
-    with status_server(503) as url, pytest.raises(ServerUnavailable, match=r"GET /health -> 503"):
-        _probe(_fleet((url, True)))
+    with fake_server({"/health": lambda h: (503, "", None)}) as fake, \
+            pytest.raises(ServerUnavailable, match=r"GET /health -> 503"):
+        _probe(_fleet((fake.url, True)))
 
 
 def test_a_hung_worker_is_dead_within_the_deadline() -> None:

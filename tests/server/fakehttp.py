@@ -34,9 +34,12 @@ class Fake:
         self.url = ""
 
 
+NOT_FOUND: Answer = (404, '{"detail":"Not Found"}', "application/json")  # SGLang's (FastAPI's) 404
+
+
 @contextmanager
-def fake_server(routes: dict[str, Route], port: int = 0) -> Iterator[Fake]:
-    """Serve ``routes`` (path -> answer; 404 otherwise) on 127.0.0.1:``port`` (0: a free one)."""
+def fake_server(routes: dict[str, Route], port: int = 0, *, not_found: Answer = NOT_FOUND) -> Iterator[Fake]:
+    """Serve ``routes`` (path -> answer; ``not_found`` otherwise) on 127.0.0.1:``port`` (0: a free one)."""
     fake = Fake(routes)
 
     class Handler(BaseHTTPRequestHandler):
@@ -44,9 +47,7 @@ def fake_server(routes: dict[str, Route], port: int = 0) -> Iterator[Fake]:
             headers = {k.lower(): v for k, v in self.headers.items()}
             fake.hits.append((self.path, headers))
             route = fake.routes.get(self.path)
-            status, body, ctype = (
-                route(headers) if route else (404, '{"detail":"Not Found"}', "application/json")
-            )
+            status, body, ctype = route(headers) if route else not_found
             data = body.encode()
             self.send_response(status)
             if ctype:
