@@ -15,6 +15,10 @@ _COMMANDS = {
 }
 
 
+#: As a shell reports a command ended by SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
+
+
 def _usage() -> str:
     lines = ["usage: python -m pytest_sglang {" + ",".join(_COMMANDS) + "} ...", "", "commands:"]
     lines += [f"  {name:<8} {text}" for name, (_, text) in _COMMANDS.items()]
@@ -31,8 +35,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_usage(), file=sys.stderr)
         print(f"\nerror: unknown command {args[0]!r}", file=sys.stderr)
         return 2
-    module = importlib.import_module(command[0])
-    code: int = module.main(args[1:])
+    try:
+        module = importlib.import_module(command[0])
+        code: int = module.main(args[1:])
+    except KeyboardInterrupt:
+        # One place for every command: the first Ctrl-C ends it (what it started is stopped by the
+        # command's own finally blocks as the exception passes), never a traceback.
+        print(f"\ninterrupted: {args[0]} stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return code
 
 

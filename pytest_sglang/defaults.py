@@ -43,3 +43,11 @@ ACCEPTANCE_MIN_MATCH_RATE = 0.8
 ACCEPTANCE_MAX_KL = 0.02
 ACCEPTANCE_CONCURRENCY = 16
 ACCEPTANCE_DISCONNECT_TIMEOUT_S = 30.0
+#: One acceptance check may take this long in all (its samples, retries and waits), the suite this long.
+ACCEPTANCE_CHECK_TIMEOUT_S = 600.0
+ACCEPTANCE_SUITE_TIMEOUT_S = 3600.0
+
+# consent: a load on an attached server above this many tokens (requests x (input_len + output_len))
+# needs --sglang-allow-disruptive. 1,000,000 tokens is just under README's throughput recipe (256 requests
+# of 4,000 + 512 tokens = 1.16 M): minutes of a production server's whole batch, not a probe.
+HEAVY_LOAD_TOKENS = 1_000_000

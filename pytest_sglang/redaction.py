@@ -107,10 +107,17 @@ def clean_text(text: str) -> str:
 
 
 def scrub_argv(argv: Iterable[str]) -> list[str]:
-    """An argv with its secrets masked in every spelling SGLang accepts (also values not registered)."""
-    from pytest_sglang.sglang.args import display_argv  # lazy: args imports this module
+    """An argv with its secrets masked in every spelling SGLang, smg or sglang-router accepts (registered or not).
 
-    return display_argv(list(argv))
+    A command line found on the machine (a leftover server or gateway) may be either program's: each
+    token is masked when either reading calls it a secret.
+    """
+    from pytest_sglang.sglang.args import display_argv  # lazy: args imports this module
+    from pytest_sglang.sglang.gateway_args import display_gateway_argv  # lazy, likewise
+
+    items = list(argv)
+    return [gateway if MASK in gateway and MASK not in sglang else sglang
+            for sglang, gateway in zip(display_argv(items), display_gateway_argv(items), strict=True)]
 
 
 def scrub_payload(obj: _T) -> _T:
@@ -138,3 +145,18 @@ def _scrubbed(obj: object) -> object:
     if isinstance(obj, str):
         return scrub(obj)
     return obj
+
+
+#: ``scheme://user:password@`` anywhere in a text (a worker URL inside a metric name, a log line).
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][\w+.-]*://)(?P<user>[^/?#@:\s]*)(?P<password>:[^/?#@\s]*)?@")
+
+
+def mask(text: str) -> str:
+    """The one mask for free text every writer applies: registered secrets and URL credentials.
+
+    A user name alone (``https://TOKEN@host``) is often a token, so it is masked too.
+    """
+    def hide(m: re.Match[str]) -> str:
+        return f"{m['scheme']}{m['user']}:{MASK}@" if m["password"] is not None else f"{m['scheme']}{MASK}@"
+
+    return scrub(_URL_CREDENTIALS.sub(hide, text))

@@ -15,11 +15,12 @@ import json
 from pathlib import Path
 
 from pytest_sglang.accuracy import hub
-from pytest_sglang.accuracy.task import Example, Task, last_number, qa_prompt
+from pytest_sglang.accuracy.task import Example, Task, last_number, qa_prompt, take
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.files import DEFAULT_CAP, read_capped_text
 
 #: Bytes read from a data file at most (the full gsm8k test split is ~0.7 MB).
-MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_FILE_BYTES = DEFAULT_CAP
 
 
 def read_rows(path: Path) -> list[Example]:
@@ -50,19 +51,12 @@ def _example(row: object, path: Path, where: str) -> Example:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError("eval data", str(path), f"cannot be read ({exc.strerror or exc})",
-                          "pass an existing file (--sglang-eval-data / --data)") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise ConfigError("eval data", str(path), f"is larger than {MAX_FILE_BYTES // 2**20} MiB",
-                          "pass the dataset's test split, not a whole corpus")
-    return raw.decode("utf-8", "replace")
+    return read_capped_text(path, option="eval data", cap=MAX_FILE_BYTES,
+                            fix="pass an existing file (--sglang-eval-data / --data)",
+                            too_large_fix="pass the dataset's test split, not a whole corpus")
 
 
-def task(path: Path | None, num_examples: int, shots: int, *, hub_timeout_s: float = hub.HUB_TIMEOUT_S) -> Task:
+def task(path: Path | None, num_examples: int | str, shots: int, *, hub_timeout_s: float = hub.HUB_TIMEOUT_S) -> Task:
     """The gsm8k task from ``path``, or from the hub's test split when ``path`` is None."""
     if path is None:
         data = hub.fetch("gsm8k", hub_timeout_s)
@@ -73,5 +67,6 @@ def task(path: Path | None, num_examples: int, shots: int, *, hub_timeout_s: flo
     if len(rows) <= shots:
         raise ConfigError(f"gsm8k data {source}", f"{len(rows)} rows", f"leaves nothing to score after {shots} shots",
                           "pass a larger file or fewer shots")
-    return Task(name="gsm8k", examples=rows[shots:][:num_examples], shot_pool=rows[:shots], prompt=qa_prompt,
+    examples = take(rows[shots:], num_examples, source, f" after {shots} few-shot rows")
+    return Task(name="gsm8k", examples=examples, shot_pool=rows[:shots], prompt=qa_prompt,
                 extract=last_number, template="gsm8k-qa", source=source)

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sglang.accuracy import arithmetic, gsm8k, mmlu
-from pytest_sglang.accuracy.task import Example, Task
+from pytest_sglang.accuracy.task import MAX_EXAMPLES, Example, Task
 from pytest_sglang.errors import ConfigError
 
 TASKS = ("arithmetic", "gsm8k", "mmlu")
+#: ``num_examples=ALL``: every example of the data set (refused beyond :data:`MAX_EXAMPLES`).
+ALL = "all"
 ROUTES = {"completions": "/v1/completions", "chat": "/v1/chat/completions", "generate": "/generate"}
 #: Per SGLang's harnesses: gsm8k on completions with 512 new tokens (GSM8KMixin); MMLU zero-shot on
 #: chat with 1024 (MMLUSanityMixin); the classic few-shot MMLU needs only the answer letter.
@@ -31,7 +33,8 @@ class Harness:
     """
 
     task: str
-    num_examples: int = 200
+    #: An int: exactly that many (a data set with fewer is refused, never silently fewer); ``"all"``.
+    num_examples: int | str = 200
     shots: int = 5
     route: str | None = None
     max_tokens: int | None = None
@@ -48,8 +51,15 @@ class Harness:
         _choice("task", self.task, TASKS)
         if self.route is not None:
             _choice("route", self.route, tuple(ROUTES))
-        for name in ("num_examples", "concurrency"):
-            _at_least(name, getattr(self, name), 1)
+        _at_least("concurrency", self.concurrency, 1)
+        if self.num_examples != ALL:
+            _at_least("num_examples", self.num_examples, 1)
+            if isinstance(self.num_examples, int) and self.num_examples > MAX_EXAMPLES:
+                raise ConfigError("num_examples", self.num_examples, f"is more than {MAX_EXAMPLES:,}",
+                                  f"pass at most {MAX_EXAMPLES:,} (the interval is then +-0.3 points), or 'all'")
+        if self.task == "arithmetic" and self.num_examples == ALL:
+            raise ConfigError("num_examples", ALL, "has no meaning for the generated arithmetic task",
+                              "pass a number of examples, e.g. 200")
         _at_least("shots", self.shots, 0)
         if self.max_tokens is not None:
             _at_least("max_tokens", self.max_tokens, 1)
@@ -67,6 +77,7 @@ class Harness:
     def load(self) -> Task:
         """The task's examples: generated, from ``data``, or (gsm8k, mmlu without ``data``) from the hub."""
         if self.task == "arithmetic":
+            assert isinstance(self.num_examples, int)  # "all" is refused for generated examples
             return arithmetic.task(self.num_examples, self.shots, self.seed)
         data = Path(self.data) if self.data is not None else None
         if self.task == "gsm8k":

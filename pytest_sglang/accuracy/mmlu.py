@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_sglang.accuracy import hub
-from pytest_sglang.accuracy.gsm8k import _read_text
-from pytest_sglang.accuracy.task import Example, Task
+from pytest_sglang.accuracy.gsm8k import MAX_FILE_BYTES, _read_text
+from pytest_sglang.accuracy.task import Example, Task, take
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.files import size_text
 
 LETTERS = ("A", "B", "C", "D")
 #: simple-evals' QUERY_TEMPLATE_MULTICHOICE and ANSWER_PATTERN_MULTICHOICE.
@@ -106,6 +107,10 @@ def read(path: Path) -> tuple[list[Example], list[Example]]:
         if not tests:
             raise ConfigError("mmlu data", str(path), "holds no *_test.csv file", "pass the data/ folder of MMLU")
         dev = sorted(path.rglob("*_dev.csv"))
+        total = sum(p.stat().st_size for p in (*tests, *dev))
+        if total > MAX_FILE_BYTES:  # each file is capped when read; the folder is read whole too
+            raise ConfigError("eval data", str(path), f"holds {size_text(total)} of *_test.csv and *_dev.csv, "
+                              f"more than the {size_text(MAX_FILE_BYTES)} cap", "pass MMLU's data/ folder only")
         return ([e for p in tests for e in _csv(p, _subject_of(p, "_test"))],
                 [e for p in dev for e in _csv(p, _subject_of(p, "_dev"))])
     if path.suffix in (".jsonl", ".json"):
@@ -137,7 +142,7 @@ def extract_answer(text: str) -> str | None:
     return match.group(1).upper() if match else None
 
 
-def task(path: Path | None, num_examples: int, shots: int, *, hub_timeout_s: float = hub.HUB_TIMEOUT_S) -> Task:
+def task(path: Path | None, num_examples: int | str, shots: int, *, hub_timeout_s: float = hub.HUB_TIMEOUT_S) -> Task:
     """The mmlu task from ``path``, or from the hub's ``all`` test and dev splits when ``path`` is None."""
     if path is None:
         data = hub.fetch("mmlu", hub_timeout_s)
@@ -145,6 +150,7 @@ def task(path: Path | None, num_examples: int, shots: int, *, hub_timeout_s: flo
         pool = [e for p in data.paths[1:] for e in _parquet(p)]
     else:
         (rows, pool), source = read(path), str(path)
+    note = ""
     if not pool and shots > 0:  # no dev split: the first rows of each subject are the shots
         taken: dict[str, int] = {}
         keep = []
@@ -154,11 +160,11 @@ def task(path: Path | None, num_examples: int, shots: int, *, hub_timeout_s: flo
                 pool.append(row)
             else:
                 keep.append(row)
-        rows = keep
+        rows, note = keep, f" after {len(pool)} few-shot rows taken from it"
     if not rows:
         raise ConfigError("mmlu data", source, "has no rows left to score", "pass a larger file or fewer shots")
     zero = shots <= 0
-    return Task(name="mmlu", examples=rows[:num_examples], shot_pool=pool,
+    return Task(name="mmlu", examples=take(rows, num_examples, source, note), shot_pool=pool,
                 prompt=zero_shot_prompt if zero else few_shot_prompt, extract=extract_answer,
                 template="simple-evals-multichoice" if zero else "mmlu-few-shot",
                 stop=() if zero else ("\n\n", "Question"), source=source)

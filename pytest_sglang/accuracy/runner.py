@@ -24,7 +24,7 @@ from pytest_sglang.accuracy import sgl_eval as sgl_eval_runner
 from pytest_sglang.accuracy.harness import Harness, answer_text
 from pytest_sglang.accuracy.sgl_eval import RUNNERS, Runner
 from pytest_sglang.accuracy.task import Example, Task
-from pytest_sglang.accuracy.verdict import AccuracyResult, EvalRunError, Outcome
+from pytest_sglang.accuracy.verdict import AccuracyResult, EvalRunError, Outcome, Tally
 from pytest_sglang.errors import ConfigError, ServerUnavailable
 from pytest_sglang.loadgen.client import describe_exc, make_client
 from pytest_sglang.server.client import as_server_url, auth_header
@@ -74,7 +74,7 @@ async def _ask(client: httpx.AsyncClient, harness: Harness, task: Task, example:
                    (text or "")[:KEEP_CHARS], error)
 
 
-async def _model(client: httpx.AsyncClient, url: str) -> str:
+async def _model(client: httpx.AsyncClient, url: str, api_key: str | None) -> str:
     """The served model name for OpenAI requests (from ``/v1/models``)."""
     try:
         resp = await asyncio.wait_for(client.get("/v1/models"), 30)
@@ -82,37 +82,48 @@ async def _model(client: httpx.AsyncClient, url: str) -> str:
     except (httpx.HTTPError, OSError, ValueError, asyncio.TimeoutError) as exc:
         raise ServerUnavailable(f"{url}: GET /v1/models failed ({describe_exc(exc)}).\nFix: check the URL and "
                                 "that the server is up (its /health).") from None
+    if resp.status_code in (401, 403):  # not "lists no model": the server wants a key (SGLang's --api-key)
+        refused = "refused the API key sent" if api_key else "needs an API key and none was sent"
+        raise ServerUnavailable(f"{url}: GET /v1/models answered {resp.status_code}: the server {refused}.\n"
+                                "Fix: pass the server's key (api_key; eval --api-key or env SGLANG_API_KEY).")
+    if resp.status_code != 200:
+        raise ServerUnavailable(f"{url}: GET /v1/models answered HTTP {resp.status_code}.\nFix: point the URL at "
+                                "an SGLang server (or a gateway that serves /v1/models).")
     if isinstance(data, list) and data and isinstance(data[0], dict) and isinstance(data[0].get("id"), str):
         return str(data[0]["id"])
     raise ServerUnavailable(f"{url}: GET /v1/models lists no model.\nFix: point the URL at an SGLang server.")
 
 
 async def _run(url: ServerURL, harness: Harness, task: Task, api_key: str | None,
-               progress: Progress | None, timeout_s: float | None) -> list[Outcome]:
-    limit = asyncio.Semaphore(harness.concurrency)
-    done: list[Outcome] = []
+               progress: Progress | None, timeout_s: float | None) -> Tally:
+    """``concurrency`` workers take the examples in turn: tasks, outcomes and examples in flight only.
+
+    (Once every example was a task of one ``gather``: 100,000 examples were 100,000 tasks and
+    outcomes, and a first Ctrl-C had to cancel them all.)
+    """
+    tally = Tally()
+    examples = enumerate(task.examples)  # shared: each worker takes the next example
+    total = len(task.examples)
     async with make_client(url.base, api_key=None, connections=harness.concurrency) as client:
         client.headers.update(auth_header(api_key, url))  # Bearer key, else the URL's user:password
-        model = await _model(client, url.display)
+        model = await _model(client, url.display, api_key)
 
-        async def one(i: int, example: Example) -> Outcome:
-            async with limit:
-                outcome = await _ask(client, harness, task, example, i, model)
-            done.append(outcome)
-            if progress is not None:
-                progress(len(done), len(task.examples), sum(o.correct for o in done))
-            return outcome
+        async def worker() -> None:
+            for i, example in examples:
+                tally.add(await _ask(client, harness, task, example, i, model))
+                if progress is not None:
+                    progress(tally.total, total, tally.correct)
 
+        workers = min(harness.concurrency, max(total, 1))
         try:
-            return list(await asyncio.wait_for(asyncio.gather(*(one(i, e) for i, e in enumerate(task.examples))),
-                                               timeout_s))
+            await asyncio.wait_for(asyncio.gather(*(worker() for _ in range(workers))), timeout_s)
         except asyncio.TimeoutError:
-            partial = AccuracyResult.from_outcomes(task.name, done, harness.fingerprint(task), timeout_s or 0.0,
-                                                   harness.confidence)
+            partial = tally.result(task.name, harness.fingerprint(task), timeout_s or 0.0, harness.confidence)
             raise EvalRunError(f"{url.display}: the run did not finish within timeout_s={timeout_s:g}: "
-                               f"{len(done)}/{len(task.examples)} examples answered ({partial.correct} correct)",
+                               f"{tally.total}/{total} examples answered ({partial.correct} correct)",
                                fix="raise timeout_s (eval --timeout), lower num_examples, or raise concurrency",
                                partial=partial) from None
+    return tally
 
 
 def evaluate(url: str | ServerURL, harness: Harness, *, api_key: str | None = None,
@@ -151,9 +162,8 @@ def evaluate(url: str | ServerURL, harness: Harness, *, api_key: str | None = No
                                    args=sgl_eval_args, timeout_s=timeout_s, work_dir=work_dir)
     task = harness.load()
     start = time.perf_counter()
-    outcomes = asyncio.run(_run(target, harness, task, api_key, progress, timeout_s))
-    return AccuracyResult.from_outcomes(task.name, outcomes, harness.fingerprint(task),
-                                        time.perf_counter() - start, harness.confidence)
+    tally = asyncio.run(_run(target, harness, task, api_key, progress, timeout_s))
+    return tally.result(task.name, harness.fingerprint(task), time.perf_counter() - start, harness.confidence)
 
 
 def _check(runner: object, sgl_eval: object, sgl_eval_args: Sequence[str], timeout_s: object) -> None:

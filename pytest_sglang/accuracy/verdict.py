@@ -7,7 +7,7 @@ difference (Newcombe's, from two Wilson intervals) lies below ``-max_drop``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,43 @@ class Outcome:
 
 
 @dataclass
+class Tally:
+    """The counts of a run as outcomes arrive: memory flat in the number of examples.
+
+    Only what the result shows is kept (counts, the first failure, the first wrong answers), so a
+    100,000-example run holds the same as a 1,000-example one.
+    """
+
+    correct: int = 0
+    total: int = 0
+    invalid: int = 0
+    errors: int = 0
+    first_error: str | None = None
+    first_error_index: int = -1
+    wrong: list[Outcome] = field(default_factory=list)
+
+    def add(self, o: Outcome) -> None:
+        self.total += 1
+        self.correct += o.correct
+        if o.error is not None:
+            self.errors += 1
+            if self.first_error is None or o.index < self.first_error_index:  # the lowest index, as listed
+                self.first_error, self.first_error_index = o.error, o.index
+        elif not o.correct:
+            self.invalid += o.extracted is None
+            if len(self.wrong) < SHOWN_WRONG:
+                self.wrong.append(o)
+
+    def result(self, task: str, harness: Mapping[str, Any], elapsed_s: float, confidence: float) -> AccuracyResult:
+        wrong = sorted(self.wrong, key=lambda o: o.index)  # done order varies; show the first by index
+        return AccuracyResult(task=task, correct=self.correct, total=self.total, invalid=self.invalid,
+                              errors=self.errors, harness=dict(harness), elapsed_s=elapsed_s, confidence=confidence,
+                              first_error=self.first_error,
+                              wrong=[{"index": o.index, "target": o.target, "extracted": o.extracted,
+                                      "output": o.output} for o in wrong])
+
+
+@dataclass
 class AccuracyResult:
     task: str
     correct: int
@@ -60,16 +97,12 @@ class AccuracyResult:
     wrong: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def from_outcomes(cls, task: str, outcomes: Sequence[Outcome], harness: Mapping[str, Any], elapsed_s: float,
+    def from_outcomes(cls, task: str, outcomes: Iterable[Outcome], harness: Mapping[str, Any], elapsed_s: float,
                       confidence: float) -> AccuracyResult:
-        errors = [o for o in outcomes if o.error is not None]
-        wrong = [o for o in outcomes if not o.correct and o.error is None][:SHOWN_WRONG]
-        return cls(task=task, correct=sum(o.correct for o in outcomes), total=len(outcomes),
-                   invalid=sum(o.extracted is None and o.error is None for o in outcomes), errors=len(errors),
-                   harness=dict(harness), elapsed_s=elapsed_s, confidence=confidence,
-                   first_error=errors[0].error if errors else None,
-                   wrong=[{"index": o.index, "target": o.target, "extracted": o.extracted, "output": o.output}
-                          for o in wrong])
+        tally = Tally()
+        for outcome in outcomes:
+            tally.add(outcome)
+        return tally.result(task, harness, elapsed_s, confidence)
 
     @property
     def score(self) -> float:
@@ -94,16 +127,39 @@ class AccuracyResult:
                 "harness": self.harness, "elapsed_s": self.elapsed_s, "wrong_examples": self.wrong}
 
 
+#: How ``min_score`` is judged, by ``floor_proven``: the metric name and what it means.
+JUDGED = {False: "the interval's upper bound >= min_score (fails only when the score is below the floor "
+                 "beyond sampling error)",
+          True: "the interval's lower bound >= min_score (floor_proven: passes only when the score is "
+                "above the floor beyond sampling error)"}
+
+
+def floor_bound(result: AccuracyResult, floor_proven: bool = False) -> tuple[str, float]:
+    """``("score_upper_bound", high)``, or with ``floor_proven`` ``("score_lower_bound", low)``."""
+    low, high = result.interval
+    return ("score_lower_bound", low) if floor_proven else ("score_upper_bound", high)
+
+
 def judge(result: AccuracyResult, min_score: float | None = None, *, baseline: Mapping[str, Any] | None = None,
-          max_drop: float = 0.0) -> list[str]:
-    """The reasons the run fails its floor or its baseline (empty: it passes)."""
+          max_drop: float = 0.0, floor_proven: bool = False) -> list[str]:
+    """The reasons the run fails its floor or its baseline (empty: it passes).
+
+    The floor is judged on the interval's upper bound by default (a score is refused only when it is
+    below the floor beyond sampling error: no false red on a healthy server); ``floor_proven=True``
+    judges the lower bound (the score must be above the floor beyond sampling error: the stricter
+    reading, which needs enough examples for the interval to clear the floor).
+    """
     problems: list[str] = []
-    high = result.interval[1]
+    low, high = result.interval
     if result.total and result.errors == result.total:
         problems.append(f"every request failed ({result.first_error}): this measures the server, not the model")
-    if min_score is not None and high < min_score:
+    if min_score is not None and not floor_proven and high < min_score:
         problems.append(f"min_score={min_score:g} is above the interval's upper bound {high:.3f}: the score "
                         f"{result.score:.3f} is below the floor beyond sampling error")
+    if min_score is not None and floor_proven and low < min_score:
+        problems.append(f"min_score={min_score:g} is above the interval's lower bound {low:.3f} (floor_proven): "
+                        f"the score {result.score:.3f} is not above the floor beyond sampling error "
+                        f"({result.correct}/{result.total} correct; more examples narrow the interval)")
     if baseline is not None:
         problems += _against(result, baseline, max_drop)
     return problems

@@ -10,10 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from pytest_sglang.cli.common import api_key, check_auth, server_url, usage_error, writable
 from pytest_sglang.errors import ConfigError, LoadGenError
 from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
+from pytest_sglang.loadgen.datasets import PromptSource
 from pytest_sglang.plugin.settings import parse_positive_float
-from pytest_sglang.redaction import register, scrub
+from pytest_sglang.redaction import scrub
 
 EXIT_OK, EXIT_FAILED_REQUESTS, EXIT_USAGE, EXIT_CANNOT_RUN = 0, 1, 2, 3
 #: As a shell reports a command ended by SIGINT (128 + 2).
@@ -97,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--warmup", type=_nonneg_int, default=1, metavar="N", help="untimed warmup requests (default 1)"
     )
-    p.add_argument("--api-key", default=None, metavar="KEY", help="sent as 'Authorization: Bearer KEY'")
+    p.add_argument("--api-key", default=None, metavar="KEY",
+                   help="sent as 'Authorization: Bearer KEY' (default: env PYTEST_SGLANG_API_KEY or SGLANG_API_KEY)")
     p.add_argument(
         "--processes", type=_positive_int, default=1, metavar="N", help="client processes (default 1)"
     )
@@ -255,13 +258,17 @@ def _explanations(r: LoadResult) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 with an argparse-style message on bad options
-    register(args.api_key)
+    key = api_key(args.api_key)
     try:
         spec = spec_from_args(args)
+        url = server_url(args.url)  # the plugin's URL check: "no scheme://" is a usage error, not a traceback
+        writable(args.json, "--json", "the result line")
+        PromptSource(spec)  # a bad or oversized --dataset file is a usage error before anything is sent
+        check_auth(url, key)
     except ConfigError as exc:
-        parser.error(str(exc))
+        usage_error(parser, exc)
     try:
-        result = run_load(args.url, spec, api_key=args.api_key, progress=ProgressBar(sys.stderr))
+        result = run_load(args.url.strip(), spec, api_key=key.value, progress=ProgressBar(sys.stderr))
     except (LoadGenError, ConfigError) as exc:
         print(f"error: {scrub(str(exc))}", file=sys.stderr)
         return EXIT_CANNOT_RUN

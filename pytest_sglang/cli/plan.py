@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.sglang import hostmem, planner
-from pytest_sglang.sglang.args import parse_launch_args
+from pytest_sglang.sglang.args import check_launch_flags, option_strings, parse_launch_args
+from pytest_sglang.simulator.cli import build_parser as simulator_parser
 
 _SIZE = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 _GB_UNITS = {"GB": 10**9, "GiB": 2**30, "TB": 10**12, "TiB": 2**40, "MB": 10**6, "MiB": 2**20}
@@ -105,12 +106,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "--hicache-size 48")
     try:
         args = parse_launch_args(launch, source="plan launch args")
+        # A typo (--tp-szie) would plan for the default silently: refused, naming the flag meant.
+        unknown = check_launch_flags(args, source="plan launch args",
+                                     also_known=option_strings(simulator_parser()))
         hardware = _hardware(ns, launch)  # first: it validates --sim-profile
         host = _host(ns, launch)
     except ConfigError as exc:
         parser.error(str(exc))
     plan = planner.make_plan(args, host=host, hardware=hardware, reserve_bytes=ns.reserve_gb,
                              avg_request_tokens=ns.avg_request_tokens)
+    for line in unknown:
+        print(f"warning: {line}", file=sys.stderr)
     print("pytest-sglang plan for: " + " ".join(args.display()))  # secrets masked as SGLang reads them
     for line in planner.render(plan):
         print("  " + line)

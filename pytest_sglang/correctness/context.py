@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from pytest_sglang.correctness import http
+from pytest_sglang.correctness.deadline import Budget
 from pytest_sglang.correctness.features import ServerFeatures
 from pytest_sglang.correctness.prompts import prompt
 from pytest_sglang.correctness.settings import AcceptanceSettings
@@ -29,18 +30,20 @@ class CheckContext:
     features: ServerFeatures
     settings: AcceptanceSettings
     metrics_clients: tuple[httpx.Client, ...] = ()
+    #: The deadlines of the running check and of the suite (None: each request has only its own timeout).
+    budget: Budget | None = None
 
     def post(self, path: str, body: object) -> http.Reply:
-        return http.post(self.client, path, body, timeout_s=self.settings.request_timeout_s)
+        return http.post(self.client, path, body, timeout_s=self.settings.request_timeout_s, budget=self.budget)
 
     def get(self, path: str) -> http.Reply:
-        return http.get(self.client, path, timeout_s=self.settings.request_timeout_s)
+        return http.get(self.client, path, timeout_s=self.settings.request_timeout_s, budget=self.budget)
 
     def stream(self, path: str, body: dict[str, Any],
                until: Callable[[http.StreamReply], bool] | None = None) -> http.StreamReply:
         """POST ``body`` with ``"stream": true`` and collect the events (see :func:`http.stream`)."""
         return http.stream(self.client, path, {**body, "stream": True}, timeout_s=self.settings.request_timeout_s,
-                           until=until)
+                           until=until, budget=self.budget)
 
     def body(self, route: str, i: int, **extra: Any) -> dict[str, Any]:
         """A greedy request for the ``i``-th prompt on ``route`` ("chat" or "completions")."""

@@ -23,13 +23,16 @@ from pytest_sglang.correctness.payload import as_dict, as_list
 from pytest_sglang.correctness.prompts import PROMPTS
 from pytest_sglang.correctness.result import CheckReport, excerpt
 from pytest_sglang.errors import ConfigError, ServerUnavailable
+from pytest_sglang.files import DEFAULT_CAP, MiB, read_capped, read_capped_text
 
 FORMAT = "pytest-sglang-golden/1"
 DEFAULT_TOKENS = 32
 TOP_LOGPROBS = 5
 #: Continuation tokens shown on each side of a divergence.
 SHOWN_TOKENS = 8
-MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_FILE_BYTES = DEFAULT_CAP
+#: Each prompt is asked one at a time for every greedy token: a few MiB of prompts is already hours.
+MAX_PROMPTS_BYTES = 16 * MiB
 
 
 def default_prompts() -> list[str]:
@@ -92,29 +95,33 @@ def save(doc: dict[str, Any], path: Path) -> None:
     path.write_text(json.dumps(doc, indent=1) + "\n")
 
 
-def load(path: Path) -> dict[str, Any]:
+_RECORD_FIX = "record one with: python -m pytest_sglang golden record --url URL --out FILE"
+
+
+def load(path: Path, option: str = "golden file") -> dict[str, Any]:
+    """A recording written by :func:`save`; errors name ``option``, the path and the fix."""
+    if not Path(path).exists():  # a wrong path, most often: say where it was looked for, not "record one"
+        where = f"{Path(path).absolute()}; a relative path is read from {Path.cwd()}"
+        raise ConfigError(option, str(path), f"does not exist ({where})",
+                          "pass the recording's path (absolute, or relative to that directory); if you have no "
+                          "recording yet, " + _RECORD_FIX)
+    raw = read_capped(path, option=option, cap=MAX_FILE_BYTES, fix=_RECORD_FIX,
+                      too_large_fix="pass a file written by golden record (a few hundred kB)")
     try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
-        doc = json.loads(raw) if len(raw) <= MAX_FILE_BYTES else None
-    except (OSError, ValueError) as exc:
-        raise ConfigError("golden file", str(path), f"cannot be read as JSON ({exc})",
-                          "record one with: python -m pytest_sglang golden record --url URL --out FILE") from None
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise ConfigError(option, str(path), f"cannot be read as JSON ({exc})", _RECORD_FIX) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("records"), list):
-        raise ConfigError("golden file", str(path), f"is not a {FORMAT} document",
-                          "record one with: python -m pytest_sglang golden record --url URL --out FILE")
+        raise ConfigError(option, str(path), f"is not a {FORMAT} document", _RECORD_FIX)
     return doc
 
 
-def read_prompts(path: Path) -> list[str]:
+def read_prompts(path: Path, option: str = "--prompts") -> list[str]:
     """Prompts from a file: JSON lines with a ``prompt`` field, or one prompt per line."""
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise ConfigError("--prompts", str(path), f"cannot be read ({exc.strerror or exc})",
-                          "pass a text file") from None
+    text = read_capped_text(path, option=option, cap=MAX_PROMPTS_BYTES, fix="pass a text file",
+                            too_large_fix="pass the prompts to record (one per line), not a corpus")
     out = []
-    for line in filter(str.strip, lines):
+    for line in filter(str.strip, text.splitlines()):
         try:
             row = json.loads(line)
         except ValueError:

@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx
 
+from pytest_sglang import ledger
+from pytest_sglang.correctness.deadline import Budget
 from pytest_sglang.server.client import DEADLINE
 
 JSON_HEADERS = {"Content-Type": "application/json"}
@@ -74,26 +76,48 @@ def _request_args(timeout_s: float) -> dict[str, Any]:
 
 def _failure(exc: Exception, timeout_s: float) -> str:
     if isinstance(exc, httpx.TimeoutException):
-        return f"no complete answer within {timeout_s:g} s ({type(exc).__name__})"
+        return f"no complete answer within {round(timeout_s, 2):g} s ({type(exc).__name__})"
     return f"{type(exc).__name__}: {exc}"
 
 
-def post(client: httpx.Client, path: str, body: object, *, timeout_s: float) -> Reply:
-    """POST ``body`` (a JSON value, or raw bytes sent as they are) and read the whole answer."""
-    return _call(client, "POST", path, body, timeout_s)
+def _clipped(budget: Budget | None, timeout_s: float) -> tuple[float, str]:
+    """The request's timeout under ``budget`` (CheckStalled when none is left) and why it was cut, if it was."""
+    if budget is None:
+        return timeout_s, ""
+    clipped = budget.timeout(timeout_s)
+    return clipped, f", cut short by {budget.what}" if clipped < timeout_s else ""
 
 
-def get(client: httpx.Client, path: str, *, timeout_s: float) -> Reply:
-    return _call(client, "GET", path, None, timeout_s)
+def _stalled(budget: Budget | None, exc: Exception, finding: str) -> None:
+    """A timeout under a budget is a stall: the check ends with ``finding`` (CheckStalled)."""
+    if budget is not None and isinstance(exc, httpx.TimeoutException):
+        budget.stall(finding)
 
 
-def _call(client: httpx.Client, method: str, path: str, body: object, timeout_s: float) -> Reply:
+def post(client: httpx.Client, path: str, body: object, *, timeout_s: float, budget: Budget | None = None) -> Reply:
+    """POST ``body`` (a JSON value, or raw bytes sent as they are) and read the whole answer.
+
+    Under a ``budget`` (the acceptance suite's deadlines) a timeout ends the check: CheckStalled.
+    """
+    return _call(client, "POST", path, body, timeout_s, budget)
+
+
+def get(client: httpx.Client, path: str, *, timeout_s: float, budget: Budget | None = None) -> Reply:
+    return _call(client, "GET", path, None, timeout_s, budget)
+
+
+def _call(client: httpx.Client, method: str, path: str, body: object, timeout_s: float,
+          budget: Budget | None = None) -> Reply:
+    timeout_s, cut = _clipped(budget, timeout_s)
     start = time.perf_counter()
+    ledger.note_requests(1)  # what the run sent to the server, for the summary
     try:
         content = None if body is None else _content(body)
         resp = client.request(method, path, content=content, headers=JSON_HEADERS, **_request_args(timeout_s))
     except httpx.HTTPError as exc:
-        return Reply(None, elapsed_s=time.perf_counter() - start, failure=_failure(exc, timeout_s))
+        failure = _failure(exc, timeout_s) + cut
+        _stalled(budget, exc, f"{method} {path} stalled: {failure}")
+        return Reply(None, elapsed_s=time.perf_counter() - start, failure=failure)
     reply = Reply(resp.status_code, text=resp.text, elapsed_s=time.perf_counter() - start)
     try:
         reply.body = resp.json()
@@ -103,12 +127,14 @@ def _call(client: httpx.Client, method: str, path: str, body: object, timeout_s:
 
 
 def stream(client: httpx.Client, path: str, body: object, *, timeout_s: float,
-           until: Callable[[StreamReply], bool] | None = None) -> StreamReply:
+           until: Callable[[StreamReply], bool] | None = None, budget: Budget | None = None) -> StreamReply:
     """POST a streaming request and collect its ``data:`` events.
 
     ``until(reply)``: stop reading (and close the connection) once it returns True; this is how a
-    client disconnects mid-stream.
+    client disconnects mid-stream. Under a ``budget`` a stream that does not end in time ends the
+    check (CheckStalled), naming how far it got.
     """
+    timeout_s, cut = _clipped(budget, timeout_s)
     start = time.perf_counter()
     reply = StreamReply(None)
     try:
@@ -123,7 +149,9 @@ def stream(client: httpx.Client, path: str, body: object, *, timeout_s: float,
                     if until is not None and until(reply):
                         break
     except httpx.HTTPError as exc:
-        reply.failure = _failure(exc, timeout_s)
+        reply.failure = _failure(exc, timeout_s) + cut
+        _stalled(budget, exc, f"POST {path} (stream) stalled after {len(reply.events)} events without [DONE]: "
+                              f"{reply.failure}")
     reply.elapsed_s = time.perf_counter() - start
     return reply
 

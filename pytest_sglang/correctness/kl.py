@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_sglang import ledger
 from pytest_sglang.correctness.context import CheckContext
 from pytest_sglang.correctness.payload import as_dict, as_list
 from pytest_sglang.correctness.prompts import seed_token_ids
@@ -30,6 +31,7 @@ def k3(cold: Sequence[float], cached: Sequence[float]) -> float:
 
 
 def _flush(ctx: CheckContext, report: CheckReport) -> bool:
+    ledger.note_flush()
     reply = ctx.post("/flush_cache", {})
     return report.expect(reply.status == 200, f"POST /flush_cache: {reply.describe()}")
 

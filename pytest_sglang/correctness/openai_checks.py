@@ -7,6 +7,7 @@ from typing import Any
 from pytest_sglang.correctness.context import ROUTES, CheckContext
 from pytest_sglang.correctness.payload import as_list
 from pytest_sglang.correctness.result import CheckReport, Unsupported, excerpt
+from pytest_sglang.correctness.samples import each_sample
 from pytest_sglang.correctness.shapes import Answer, from_reply, from_stream
 
 
@@ -46,8 +47,9 @@ def check_models(ctx: CheckContext) -> CheckReport:
 def check_shape(ctx: CheckContext, route: str, stream: bool) -> CheckReport:
     """Required fields, ``finish_reason`` never empty and in {stop, length, tool_calls}, ``[DONE]``."""
     report = CheckReport(f"{route} {mode(stream)} response shape")
-    for i in range(ctx.settings.samples):
-        answer = ask(ctx, route, ctx.body(route, i), stream=stream)
+    answers = each_sample(ctx.settings.samples, ctx.concurrency(),
+                          lambda i: ask(ctx, route, ctx.body(route, i), stream=stream))
+    for i, answer in enumerate(answers):
         report.problems += [f"prompt {i}: {p}" for p in answer.problems]
         report.expect(list(answer.choices) == [0], f"prompt {i}: choices {sorted(answer.choices)}, expected [0]")
         if route == "chat" and answer.choices:
@@ -89,8 +91,9 @@ def _usage_of(ctx: CheckContext, route: str, i: int, n: int, stream: bool) -> tu
 def check_usage(ctx: CheckContext, route: str, stream: bool) -> CheckReport:
     """``usage`` equals the tokens returned (``stream_options.include_usage`` in streams)."""
     report = CheckReport(f"{route} {mode(stream)} usage")
-    for i, n in enumerate(_token_counts(ctx)):
-        answer, tokens = _usage_of(ctx, route, i, n, stream)
+    counts = _token_counts(ctx)
+    answers = each_sample(len(counts), ctx.concurrency(), lambda i: _usage_of(ctx, route, i, counts[i], stream))
+    for (i, n), (answer, tokens) in zip(enumerate(counts), answers, strict=True):
         report.problems += [f"prompt {i}: {p}" for p in answer.problems]
         usage = answer.usage or {}
         got, prompt, total = (usage.get(k) for k in ("completion_tokens", "prompt_tokens", "total_tokens"))
@@ -111,13 +114,16 @@ def check_max_tokens(ctx: CheckContext, route: str, stream: bool) -> CheckReport
     """
     report = CheckReport(f"{route} {mode(stream)} max_tokens with ignore_eos")
     counts = _token_counts(ctx)
-    for i, n in enumerate(counts):
-        if stream:
-            answer = ask(ctx, route, ctx.body(route, i, max_tokens=n, ignore_eos=True,
-                                              stream_options={"include_usage": True}), stream=True)
-            tokens = (answer.usage or {}).get("completion_tokens")
-        else:
-            answer, tokens = _counted(ctx, route, i, n)
+
+    def one(i: int) -> tuple[Answer, object]:
+        if not stream:
+            return _counted(ctx, route, i, counts[i])
+        answer = ask(ctx, route, ctx.body(route, i, max_tokens=counts[i], ignore_eos=True,
+                                          stream_options={"include_usage": True}), stream=True)
+        return answer, (answer.usage or {}).get("completion_tokens")
+
+    answers = each_sample(len(counts), ctx.concurrency(), one)
+    for (i, n), (answer, tokens) in zip(enumerate(counts), answers, strict=True):
         report.problems += [f"prompt {i}: {p}" for p in answer.problems]
         c = answer.choice(0)
         report.expect(tokens == n, f"prompt {i}: max_tokens={n} with ignore_eos returned {tokens} tokens")

@@ -5,9 +5,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pytest_sglang.correctness.context import CheckContext
+from pytest_sglang.correctness.context import ROUTES, CheckContext
+from pytest_sglang.correctness.detokenize import (
+    AloneDecodes,
+    decode_lost,
+    response_token_ids,
+    skip_special_tokens,
+)
 from pytest_sglang.correctness.openai_checks import ask, mode
+from pytest_sglang.correctness.payload import as_list
 from pytest_sglang.correctness.result import CheckReport, Unsupported, excerpt
+from pytest_sglang.correctness.shapes import from_reply
 
 N_CHOICES = 3
 TOP_LOGPROBS = 3
@@ -67,8 +75,7 @@ def check_logprobs(ctx: CheckContext, route: str, stream: bool) -> CheckReport:
         if stream and route == "chat" and (c.tokens or 0) < ctx.settings.max_tokens:
             # SGLang 0.5.23's chat stream sends a chunk only for a step whose text delta is not empty
             # (serving_chat.py, without a parser): a token with no text of its own loses its entry.
-            batch = ask(ctx, route, ctx.body(route, i, ignore_eos=True, **extra)).choice(0).logprobs
-            problem = textless_drops_only(batch, c.logprobs)
+            problem = stream_losses(ctx, ctx.body(route, i, ignore_eos=True, **extra), c.logprobs)
             report.expect(problem is None, f"prompt {i}: {c.tokens} logprob entries for "
                                            f"{ctx.settings.max_tokens} tokens: {problem}")
         else:
@@ -82,22 +89,68 @@ def check_logprobs(ctx: CheckContext, route: str, stream: bool) -> CheckReport:
     return report
 
 
-def textless_drops_only(batch: list[dict[str, Any]], streamed: list[dict[str, Any]]) -> str | None:
-    """None when the stream lost only entries of tokens without text; else what differs.
+def stream_losses(ctx: CheckContext, body: dict[str, Any], streamed: list[dict[str, Any]]) -> str | None:
+    """Compare a chat stream's logprobs with the same request unstreamed; None when it lost only textless tokens."""
+    reply = ctx.post(ROUTES["chat"], {**body, "return_token_ids": True})
+    batch = from_reply("chat", reply)
+    if not batch.choice(0).has_logprobs:
+        return f"the same request unstreamed gave no logprobs to compare with ({reply.describe()[:200]})"
+    entries = batch.choice(0).logprobs
+    lost, problem = lost_entries(entries, streamed)
+    if problem is not None:
+        return problem
+    skip = skip_special_tokens(body)
+    # Only a loss the token strings cannot explain needs the server's word on how the token decodes.
+    unexplained = [k for k in lost if not _textless(entries[k].get("token"))]
+    ids = response_token_ids(next(iter(as_list(reply.obj().get("choices"))), None))
+    alone = decode_lost(ctx, unexplained, ids, skip=skip)
+    return textless_drops_only(entries, streamed, alone, skip=skip)
 
-    ``batch`` is the same greedy request unstreamed; a token without text of its own is "" (a skipped
-    special token) or a partial UTF-8 character (shown as U+FFFD).
+
+def lost_entries(batch: list[dict[str, Any]], streamed: list[dict[str, Any]]) -> tuple[list[int], str | None]:
+    """The indices of ``batch`` entries the stream does not carry (matched in order by token string).
+
+    The problem is set when the stream carries an entry the unstreamed answer does not have.
     """
+    lost: list[int] = []
     left = iter(enumerate(streamed))
     current = next(left, None)
     for k, entry in enumerate(batch):
         if current is not None and current[1].get("token") == entry.get("token"):
             current = next(left, None)
-        elif not _textless(entry.get("token")):
-            return (f"the stream lost token {k} ({excerpt(entry.get('token'))}) that has text of its own "
-                    "(only tokens without text may go missing: SGLang sends no chunk for an empty text delta)")
+        else:
+            lost.append(k)
     if current is not None:
-        return f"streamed entry {current[0]} ({excerpt(current[1].get('token'))}) is not in the unstreamed answer"
+        return lost, (f"streamed entry {current[0]} ({excerpt(current[1].get('token'))}) is not in the "
+                      "unstreamed answer")
+    return lost, None
+
+
+def textless_drops_only(batch: list[dict[str, Any]], streamed: list[dict[str, Any]],
+                        alone: AloneDecodes | None = None, *, skip: bool = True) -> str | None:
+    """None when the stream lost only entries of tokens without text; else what differs.
+
+    ``batch`` is the same greedy request unstreamed. A token has no text of its own when the server
+    decodes it alone to "" under the request's ``skip_special_tokens`` (``alone``: a special token), or
+    when its token string is "" or a partial UTF-8 character (shown as U+FFFD). A loss the server did
+    not explain is judged by the token string alone, and the message says so.
+    """
+    alone = alone or AloneDecodes()
+    lost, problem = lost_entries(batch, streamed)
+    if problem is not None:
+        return problem
+    for k in lost:
+        token = batch[k].get("token")
+        if k in alone.texts:
+            if _textless(alone.texts[k]):
+                continue
+            how = f"the server decodes it alone to {excerpt(alone.texts[k])} with skip_special_tokens={skip}"
+        elif _textless(token):
+            continue
+        else:
+            how = f"its token string; the server did not say how it decodes: {alone.unknown or 'not asked'}"
+        return (f"the stream lost token {k} ({excerpt(token)}) that has text of its own ({how}; only tokens "
+                "without text may go missing: SGLang sends no chunk for an empty text delta)")
     return None
 
 

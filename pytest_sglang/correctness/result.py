@@ -7,11 +7,14 @@ wrong with the server at once. :meth:`CheckReport.raise_if_failed` turns the lis
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-#: Problems shown in a failure message; the rest are counted ("... and 12 more").
+#: Findings shown in a failure message; the rest are counted ("... and 12 more").
 MAX_SHOWN = 8
 Figure = float | int | str
+#: Where a problem was seen ("prompt 3: ", "request 5: "): the same finding on 8 prompts is one line.
+_WHERE = re.compile(r"^(prompt|request) (\d+): ")
 
 
 class CheckFailed(AssertionError):
@@ -44,11 +47,26 @@ class CheckReport:
             self.problems.append(problem)
         return condition
 
+    def findings(self) -> list[Finding]:
+        """The problems with each distinct finding once, and where (which prompts) it was seen."""
+        found: dict[str, Finding] = {}
+        for problem in self.problems:
+            where = _WHERE.match(problem)
+            text = problem[where.end():] if where else problem
+            finding = found.setdefault(text, Finding(text, where.group(1) if where else ""))
+            finding.count += 1
+            if where:
+                finding.places.append(int(where.group(2)))
+        return list(found.values())
+
     def message(self) -> str:
-        head = f"{self.name}: {len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}"
-        lines = [head, *(f"  - {p}" for p in self.problems[:MAX_SHOWN])]
-        if len(self.problems) > MAX_SHOWN:
-            lines.append(f"  ... and {len(self.problems) - MAX_SHOWN} more")
+        findings = self.findings()
+        head = f"{self.name}: {_count(len(self.problems), 'problem')}"
+        if len(findings) != len(self.problems):
+            head += f" ({_count(len(findings), 'distinct finding')})"
+        lines = [head, *(f"  - {f.line()}" for f in findings[:MAX_SHOWN])]
+        if len(findings) > MAX_SHOWN:
+            lines.append(f"  ... and {len(findings) - MAX_SHOWN} more")
         if self.figures:
             lines.append("  measured: " + ", ".join(f"{k}={_fmt(v)}" for k, v in self.figures.items()))
         return "\n".join(lines)
@@ -57,6 +75,38 @@ class CheckReport:
         if self.problems:
             raise CheckFailed(self)
         return self
+
+
+@dataclass
+class Finding:
+    """One distinct problem: its text, how often it was seen, and on which prompts or requests."""
+
+    text: str
+    kind: str = ""  # "prompt" | "request" | "" (not tied to one)
+    count: int = 0
+    places: list[int] = field(default_factory=list)
+
+    def line(self) -> str:
+        """``finish_reason is "" (x8: prompts 0-7)``; a finding seen once keeps its place in front."""
+        if self.count == 1:
+            return f"{self.kind} {self.places[0]}: {self.text}" if self.places else self.text
+        where = f": {self.kind}s {_ranges(self.places)}" if self.places else ""
+        return f"{self.text} (x{self.count}{where})"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``0-7, 9``: the places a finding was seen, consecutive runs folded."""
+    parts: list[str] = []
+    for n in sorted(set(numbers)):
+        if parts and n == int(parts[-1].rsplit("-", 1)[-1]) + 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{n}"
+        else:
+            parts.append(str(n))
+    return ", ".join(parts)
 
 
 def _fmt(value: Figure) -> str:

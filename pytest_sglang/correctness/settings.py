@@ -18,6 +18,8 @@ class AcceptanceSettings:
     without ``--enable-deterministic-inference`` (with it, the floor is 1.0). ``max_kl``: the mean
     KL estimate allowed between cached and cold logprobs (SGLang's own CI uses 0.002-0.02).
     ``concurrency``: the most requests sent at once (capped by the server's running-request limit).
+    ``check_timeout_s`` / ``suite_timeout_s``: the deadline of one check and of the whole suite
+    (:mod:`.deadline`); a check stops at its first stalled request.
     """
 
     samples: int = defaults.ACCEPTANCE_SAMPLES
@@ -27,6 +29,8 @@ class AcceptanceSettings:
     max_kl: float = defaults.ACCEPTANCE_MAX_KL
     concurrency: int = defaults.ACCEPTANCE_CONCURRENCY
     disconnect_timeout_s: float = defaults.ACCEPTANCE_DISCONNECT_TIMEOUT_S
+    check_timeout_s: float = defaults.ACCEPTANCE_CHECK_TIMEOUT_S
+    suite_timeout_s: float = defaults.ACCEPTANCE_SUITE_TIMEOUT_S
 
     def __post_init__(self) -> None:
         for name in ("samples", "max_tokens", "concurrency"):
@@ -34,7 +38,7 @@ class AcceptanceSettings:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"AcceptanceSettings({name}=...)", value, "must be an integer >= 1",
                                   f"pass {name}=8 or another positive integer")
-        for name in ("request_timeout_s", "disconnect_timeout_s", "max_kl"):
+        for name in ("request_timeout_s", "disconnect_timeout_s", "max_kl", "check_timeout_s", "suite_timeout_s"):
             value = getattr(self, name)
             if not _number(value) or value <= 0:
                 raise ConfigError(f"AcceptanceSettings({name}=...)", value, "must be a finite number > 0",

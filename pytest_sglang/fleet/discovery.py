@@ -10,24 +10,62 @@ route (404), which is how :func:`discover` tells a server from a gateway.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
+from urllib.parse import urlsplit
 
 import httpx
 
+from pytest_sglang import redaction
 from pytest_sglang.errors import ServerUnavailable
 from pytest_sglang.server.client import deadline_in
 from pytest_sglang.server.readiness import excerpt
+from pytest_sglang.server.url import mask_userinfo
 
-__all__ = ["ROLES", "Discovery", "GatewayFlavor", "Readiness", "WorkerEntry", "discover", "gateway_version",
-           "parse_readiness", "parse_workers"]
+__all__ = ["FIX_DUPLICATE", "ROLES", "Discovery", "GatewayFlavor", "Readiness", "WorkerEntry", "discover",
+           "gateway_version", "parse_readiness", "parse_workers", "refuse_duplicates", "worker_key"]
 
 GatewayFlavor = Literal["smg", "sglang-router"]
 Role = Literal["regular", "prefill", "decode"]
 ROLES: tuple[Role, ...] = ("regular", "prefill", "decode")
 _ROLE_OF: dict[str, Role] = {r: r for r in ROLES}
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+#: Names of this machine's loopback interface that one server bound to 0.0.0.0 answers under alike.
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "localhost.localdomain", "0.0.0.0"})
+
+
+def worker_key(url: str) -> str:
+    """One spelling per endpoint: ``HTTP://LocalHost:80/`` and ``http://127.0.0.1`` give the same key.
+
+    A gateway may list one worker under two spellings (real smg 1.13.0 keeps each ``--worker-urls``
+    text as given); counted twice, one 4,096-token worker passed ``min_fleet_total_tokens=10000``.
+    Scheme and host are lower-cased, credentials dropped, a default port spelled out, ``localhost``
+    read as 127.0.0.1, IP literals written canonically (``::ffff:127.0.0.1`` is 127.0.0.1), and a
+    trailing slash dropped. Spellings this cannot see through (a DNS alias) are caught by the
+    workers' own ``/server_info`` (:mod:`.probe`).
+    """
+    try:
+        parts = urlsplit(url.strip())
+        scheme = (parts.scheme or "http").lower()
+        host = (parts.hostname or "").lower()
+        port = parts.port or _DEFAULT_PORTS.get(scheme)
+    except ValueError:
+        return url.strip().rstrip("/").lower()
+    host = "127.0.0.1" if host in _LOOPBACK_NAMES else _canonical_ip(host)
+    netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+def _canonical_ip(host: str) -> str:
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return host.rstrip(".")
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return str(mapped or address)
 
 
 @dataclass(frozen=True)
@@ -47,6 +85,11 @@ class WorkerEntry:
         """One launch fact (``tp_size``, ``model_path``, ``version`` on smg), or None."""
         return self.facts.get(name)
 
+    @property
+    def key(self) -> str:
+        """The endpoint whatever the spelling (:func:`worker_key`)."""
+        return worker_key(self.url)
+
 
 @dataclass(frozen=True)
 class Discovery:
@@ -59,6 +102,17 @@ class Discovery:
     def healthy(self) -> tuple[WorkerEntry, ...]:
         """The workers the gateway calls healthy."""
         return tuple(w for w in self.workers if w.is_healthy)
+
+    def distinct_healthy(self) -> int:
+        """How many endpoints the healthy entries are (one worker listed twice counts once)."""
+        return len({w.key for w in self.healthy})
+
+    def duplicates(self) -> list[tuple[WorkerEntry, ...]]:
+        """The groups of entries that spell one endpoint (each group lists 2+ entries)."""
+        groups: dict[str, list[WorkerEntry]] = {}
+        for worker in self.workers:
+            groups.setdefault(worker.key, []).append(worker)
+        return [tuple(g) for g in groups.values() if len(g) > 1]
 
 
 @dataclass(frozen=True)
@@ -105,6 +159,25 @@ def _entry(raw: Mapping[str, object], where: str) -> WorkerEntry:
         url=url.rstrip("/"), role=_ROLE_OF.get(role, "regular"), is_healthy=raw.get("is_healthy") is True,
         load=_int(raw.get("load")), model_id=model_id if isinstance(model_id, str) else None,
         facts=facts, bootstrap_port=_int(raw.get("bootstrap_port")))
+
+
+FIX_DUPLICATE = ("Fix: register each worker with the gateway once (remove the extra spelling: smg and sglang-router "
+                  "take DELETE /workers/<url>), then run again; the fleet gates count a worker once or not at all.")
+
+
+def refuse_duplicates(discovery: Discovery) -> None:
+    """Raise when the gateway lists one endpoint under two spellings (:func:`~.discovery.worker_key`).
+
+    Refused, not merged: the gateway itself routes to such a worker twice as often, so every fleet
+    figure (capacity, balance, min_healthy) would describe a fleet that does not exist.
+    """
+    groups = discovery.duplicates()
+    if groups:
+        lines = [f"  {' and '.join(mask_userinfo(w.url) for w in group)} are one endpoint ({group[0].key})"
+                 for group in groups]
+        raise ServerUnavailable(redaction.scrub(
+            f"the gateway lists {sum(len(g) - 1 for g in groups)} worker(s) twice under different URLs:\n"
+            + "\n".join(lines) + "\n" + FIX_DUPLICATE))
 
 
 def parse_workers(payload: object, where: str = "GET /workers") -> Discovery | None:

@@ -18,12 +18,12 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.fleet.discovery import GatewayFlavor, Role
 from pytest_sglang.server.runner import LAUNCH_ENV, OWNER_ENV, PopenProcess, owner_marker, require_process_groups
+from pytest_sglang.sglang.gateway_args import check_gateway_flags, display_gateway_argv, register_gateway_secrets
 
-__all__ = ["GatewayCommand", "GatewayMember", "gateway_argv", "resolve_command", "start_gateway"]
+__all__ = ["GatewayCommand", "GatewayMember", "check_args_for", "gateway_argv", "resolve_command", "start_gateway"]
 
 #: Gateway flags the fleet sets itself (ports and workers); giving them in --sglang-gateway is an error.
 OWNED_FLAGS = ("--host", "--port", "--worker-urls", "--prometheus-port", "--prometheus-host", "--pd-disaggregation",
@@ -123,6 +123,17 @@ def check_gateway_args(args: tuple[str, ...]) -> None:
                               f"drop {flag}; to use your own gateway, start it yourself and attach with --sglang-url")
 
 
+def check_args_for(command: GatewayCommand, args: tuple[str, ...]) -> list[str]:
+    """The user's gateway args checked against the resolved gateway's recorded flags, before any worker starts.
+
+    When the installed gateway is the recorded release, whatever its parser refuses is refused here
+    (it would exit only after every worker had started); otherwise only typos are. Returns the lines
+    about flags a newer gateway may know.
+    """
+    register_gateway_secrets(args)
+    return check_gateway_flags(args, flavor=command.flavor, installed_version=command.version)
+
+
 @dataclass(frozen=True)
 class GatewayMember:
     """A worker the gateway is started with: its URL, role and (prefill) bootstrap port."""
@@ -160,9 +171,12 @@ def start_gateway(argv: list[str], *, url: str, log_path: Path, env: dict[str, s
     launch_id = uuid.uuid4().hex
     child = {**os.environ, **env, OWNER_ENV: owner_marker(), LAUNCH_ENV: launch_id}
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    register_gateway_secrets(argv)
     with open(log_path, "ab") as log:
+        # The gateway's own credential flags (--oracle-password, --tenant-api-key, abbreviated too) are
+        # masked as the gateway reads them; the registry also hides the workers' keys.
         log.write(f"# pytest-sglang {time.strftime('%Y-%m-%d %H:%M:%S')}: "
-                  f"{' '.join(redaction.scrub_argv(argv))}\n".encode())
+                  f"{' '.join(display_gateway_argv(argv))}\n".encode())
         log.flush()
         popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=child,
                                  start_new_session=True, close_fds=True)

@@ -12,9 +12,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError, ServerUnavailable, SGLangError
 from pytest_sglang.fleet.discovery import Discovery, GatewayFlavor, Readiness, WorkerEntry, discover, parse_readiness
 from pytest_sglang.server.base import ExitStatus, RunningProcess
@@ -64,10 +66,21 @@ class WorkerHandle:
         """The launched worker's process (None when attached)."""
         return self.server.process if self.server is not None else None
 
+    def __repr__(self) -> str:
+        """One line: index, role, URL (no credentials), health and reachability; never a key."""
+        state = "healthy" if self.entry.is_healthy else "unhealthy"
+        where = "direct" if self.reachable else "via gateway only"
+        return f"<WorkerHandle {self.index} {self.role} {_no_credentials(self.url)} {state}, {where}>"
+
     def name(self) -> str:
         """``worker 1 (http://127.0.0.1:31001)``, ``decode worker 1 (...)`` in a prefill-decode fleet."""
         role = "" if self.role == "regular" else f"{self.role} "
-        return f"{role}worker {self.index} ({self.url})"
+        return f"{role}worker {self.index} ({self.shown_url})"
+
+    @property
+    def shown_url(self) -> str:
+        """The URL for messages and reports: a gateway may list a worker with ``user:password@``."""
+        return redaction.mask(self.url)
 
     def _direct(self) -> SGLangServer:
         if self.server is None:
@@ -98,8 +111,8 @@ class WorkerHandle:
             return f"GET /metrics failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
 
     def to_json(self) -> dict[str, Any]:
-        """The worker's row for reports (no secrets: URLs are the gateway's, without credentials)."""
-        return {"index": self.index, "url": self.url, "role": self.role, "healthy": self.entry.is_healthy,
+        """The worker's row for reports (credentials in the gateway's URL masked)."""
+        return {"index": self.index, "url": self.shown_url, "role": self.role, "healthy": self.entry.is_healthy,
                 "reachable": self.reachable, "unreachable": self.unreachable, "model_id": self.entry.model_id}
 
 
@@ -127,6 +140,12 @@ class SGLangFleet:
     def launched(self) -> bool:
         """True when pytest-sglang started the workers (kill/restart allowed)."""
         return self.restarter is not None
+
+    def __repr__(self) -> str:
+        """One line: the gateway (password masked), its flavour, the workers and how many are healthy."""
+        healthy = sum(w.entry.is_healthy for w in self.workers)
+        return (f"<SGLangFleet {self.gateway.server_url} mode={self.mode} {self.describe()} "
+                f"healthy={healthy}/{len(self.workers)}>")
 
     def describe(self) -> str:
         """``gateway=smg 1.13.0 workers=4`` for the header."""
@@ -236,3 +255,11 @@ class SGLangFleet:
             thread.start()
         for thread in threads:
             thread.join()
+
+
+def _no_credentials(url: str) -> str:
+    """``url`` without a ``user:password@`` part (a gateway could list a worker that way)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))

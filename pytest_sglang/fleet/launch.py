@@ -25,6 +25,7 @@ from pytest_sglang.fleet.discovery import Role
 from pytest_sglang.fleet.gateway import (
     GatewayCommand,
     GatewayMember,
+    check_args_for,
     check_gateway_args,
     gateway_argv,
     resolve_command,
@@ -33,11 +34,12 @@ from pytest_sglang.fleet.gateway import (
 from pytest_sglang.fleet.handle import SGLangFleet, WorkerHandle
 from pytest_sglang.fleet.probe import probe_workers
 from pytest_sglang.fleet.progress import FleetProgress
-from pytest_sglang.fleet.readiness import GatewayTarget, wait_gateway_ready
+from pytest_sglang.fleet.readiness import GatewayTarget, gateway_client_key, wait_gateway_ready
 from pytest_sglang.server import cleanup, preflight
 from pytest_sglang.server.base import RunningProcess
 from pytest_sglang.server.config import LaunchConfig, connect_host, free_port, server_url
 from pytest_sglang.server.handle import SGLangServer
+from pytest_sglang.server.phases import PhaseSpan, StartupReport
 from pytest_sglang.server.runner import get_runner
 from pytest_sglang.server.start import launch, register_secrets
 from pytest_sglang.server.url import parse_server_url
@@ -160,6 +162,7 @@ def launch_fleet(config: LaunchConfig, spec: FleetSpec, progress: FleetProgress 
         raise ConfigError("--sglang-launch", "--port", "a fleet picks a free port for each worker",
                           "drop --port from the launch args (the gateway is what tests talk to)")
     command = resolve_command(spec.gateway_command, config.python)
+    check_args_for(command, spec.gateway_args)  # a gateway typo is refused before any worker starts
     roles = spec.roles()
     role_configs = [_role_config(config, role, spec) for role in roles]
     _preflight(config, role_configs, spec)
@@ -298,6 +301,7 @@ def _start_gateway(config: LaunchConfig, spec: FleetSpec, command: GatewayComman
     host = connect_host(config.launch_args)
     urls = [s.url for s in servers]
     extra = spec.gateway_args
+    key, key_source = gateway_client_key(extra, config.client_api_key)  # what the gateway wants from clients
     if config.client_api_key and "--api-key" not in extra:
         extra = (*extra, "--api-key", config.client_api_key)  # the gateway authenticates to the workers with it
     members = [GatewayMember(s.url, p.role, p.bootstrap_port) for s, p in zip(servers, plans, strict=True)]
@@ -308,12 +312,13 @@ def _start_gateway(config: LaunchConfig, spec: FleetSpec, command: GatewayComman
     if progress is not None:
         mode = " in prefill-decode mode" if spec.pd else ""
         progress.line(f"gateway {command.describe()} starting at {url}{mode} in front of {len(urls)} workers")
+    workers_ready_s = time.monotonic() - started
     proc = start_gateway(argv, url=url, log_path=log_path, env=config.env_dict)
     cleanup.track(proc)
     try:
         address = parse_server_url(url, source="gateway URL")
-        target = GatewayTarget(address, config.runner, api_key=config.client_api_key, process=proc,
-                               min_workers=spec.min_workers, expect_urls=urls)
+        target = GatewayTarget(address, config.runner, api_key=key, process=proc, min_workers=spec.min_workers,
+                               expect_urls=urls, key_source=key_source, gateway_args=spec.gateway_args)
         discovery = wait_gateway_ready(target, config.startup_timeout_s, started=started,
                                        say=progress.line if progress is not None else None)
         handles = probe_workers(discovery, api_key=config.client_api_key, validate=config.validate,
@@ -321,11 +326,13 @@ def _start_gateway(config: LaunchConfig, spec: FleetSpec, command: GatewayComman
     except BaseException:
         _stop_all([proc])
         raise
-    by_url = {s.url: p.config for s, p in zip(servers, plans, strict=True)}
-    for handle in handles:
-        handle.config = by_url.get(handle.url)
+    handles = _numbered_as_launched(handles, servers, plans)
+    # The fleet's start runs from the first worker's launch to the gateway's readiness (not the gateway's own).
+    ready_s = time.monotonic() - started
+    startup = StartupReport(phases=[PhaseSpan("starting workers", 0.0, workers_ready_s),
+                                    PhaseSpan("starting gateway", workers_ready_s, ready_s)], ready_s=ready_s)
     gateway = SGLangServer(address, config.runner, config=config, launch_args=config.launch_args, process=proc,
-                           api_key=config.client_api_key, validate=config.validate)
+                           api_key=key, validate=config.validate, startup=startup)
     # The flavour the gateway shows wins over the command's name (an "smg" script may be sglang-router's).
     version = command.version if command.flavor == discovery.flavor else None
     fleet = SGLangFleet(gateway, discovery.flavor, handles, version=version, direct=spec.direct,
@@ -335,6 +342,24 @@ def _start_gateway(config: LaunchConfig, spec: FleetSpec, command: GatewayComman
         progress.line(f"gateway ready at {url}: {fleet.describe()} "
                       f"({time.monotonic() - started:.1f}s since the start)")
     return gateway
+
+
+def _numbered_as_launched(handles: list[WorkerHandle], servers: list[SGLangServer],
+                          plans: list[WorkerPlan]) -> list[WorkerHandle]:
+    """The workers numbered as the start-up display numbered them (launch order), with their launch config.
+
+    The gateway lists its workers in its own order (by URL): "worker 0" named one process in the
+    start-up lines and another in the gate table.
+    """
+    plan_of = {s.url: p for s, p in zip(servers, plans, strict=True)}
+    for handle in handles:
+        plan = plan_of.get(handle.url)
+        handle.config = plan.config if plan is not None else None
+    launched = sorted((h for h in handles if h.url in plan_of), key=lambda h: plan_of[h.url].index)
+    others = [h for h in handles if h.url not in plan_of]  # not ours (the gateway found it elsewhere)
+    for index, handle in enumerate([*launched, *others]):
+        handle.index = index
+    return [*launched, *others]
 
 
 def _restarter(progress: FleetProgress | None) -> Callable[[WorkerHandle], SGLangServer]:

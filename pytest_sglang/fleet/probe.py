@@ -13,6 +13,7 @@ every 60 s by default, reference §1.5). So each listed worker's own ``/health``
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -22,13 +23,14 @@ import httpx
 
 from pytest_sglang import redaction
 from pytest_sglang.errors import ServerUnavailable, SGLangError
-from pytest_sglang.fleet.discovery import Discovery, WorkerEntry
+from pytest_sglang.fleet.discovery import FIX_DUPLICATE, Discovery, WorkerEntry, refuse_duplicates
 from pytest_sglang.fleet.handle import WorkerHandle
 from pytest_sglang.server.client import deadline_in, make_client
 from pytest_sglang.server.handle import SGLangServer
 from pytest_sglang.server.readiness import excerpt
+from pytest_sglang.server.url import mask_userinfo
 
-__all__ = ["probe_workers"]
+__all__ = ["probe_workers", "server_fingerprint"]
 
 #: Most workers probed at once (each probe is two short requests).
 MAX_PARALLEL = 16
@@ -88,6 +90,7 @@ def probe_workers(discovery: Discovery, *, api_key: str | None, validate: str, d
     ``known``: handles of workers this run launched, by URL (they are not probed again).
     """
     known = known or {}
+    refuse_duplicates(discovery)
     deadline = time.monotonic() + timeout_s
     entries = list(discovery.workers)
     verdicts: dict[int, _Verdict] = {}
@@ -106,6 +109,7 @@ def probe_workers(discovery: Discovery, *, api_key: str | None, validate: str, d
             verdicts.update({i: f.result() for i, f in futures.items()})
     handles = [WorkerHandle(i, e, server=verdicts[i].server, unreachable=verdicts[i].unreachable)
                for i, e in enumerate(entries)]
+    _refuse_same_server(handles)
     problems = [f"  {h.name()}: the gateway calls it healthy but {verdicts[h.index].dead}"
                 for h in handles if verdicts[h.index].dead]
     if direct == "require":
@@ -117,3 +121,37 @@ def probe_workers(discovery: Discovery, *, api_key: str | None, validate: str, d
             + "\n".join(problems) + "\nFix: restart or remove the worker(s) named above (the gateway's health check "
             "has not noticed yet), or run with --sglang-fleet-direct off to judge by the gateway alone."))
     return handles
+
+
+def server_fingerprint(info: Mapping[str, object] | None) -> str | None:
+    """What tells one SGLang process from another in its ``/server_info``, or None when too little is known.
+
+    SGLang serves no pid; but ``random_seed`` is drawn at each start unless given, and ``startup_time``
+    holds the durations the process measured while it loaded (floats no second process repeats), next
+    to the ``port`` it listens on. Two URLs with equal fingerprints reach one server.
+    """
+    if info is None:
+        return None
+    port, seed, startup = info.get("port"), info.get("random_seed"), info.get("startup_time")
+    if not isinstance(port, int) or not isinstance(seed, int) or not startup:
+        return None
+    return json.dumps([port, seed, startup], sort_keys=True)
+
+
+def _refuse_same_server(handles: list[WorkerHandle]) -> None:
+    seen: dict[str, WorkerHandle] = {}
+    pairs: list[str] = []
+    for handle in handles:
+        info = handle.server.initial_info if handle.server is not None else None
+        mark = server_fingerprint(info)
+        if mark is None:
+            continue
+        if mark in seen:
+            pairs.append(f"  {mask_userinfo(seen[mark].url)} and {mask_userinfo(handle.url)} answer with the same "
+                         f"server's /server_info (port, random_seed and startup_time alike)")
+        else:
+            seen[mark] = handle
+    if pairs:
+        raise ServerUnavailable(redaction.scrub(
+            f"the gateway lists {len(pairs)} worker(s) twice under different URLs:\n" + "\n".join(pairs)
+            + "\n" + FIX_DUPLICATE))

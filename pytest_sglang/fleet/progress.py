@@ -44,8 +44,11 @@ class WorkerProgress:
 class FleetProgress:
     """Writes the fleet's start-up: per worker when few, a summary when many, then the gateway."""
 
-    def __init__(self, write: Callable[[str], None], workers: int, *, heartbeat_s: float = 30.0) -> None:
+    def __init__(self, write: Callable[[str], None], workers: int, *, heartbeat_s: float = 30.0,
+                 tty: bool = True) -> None:
         self.write = write
+        #: Without a tty (a CI log) a worker's line is new only when its phase changes (not per shard).
+        self.tty = tty
         self.workers = workers
         self.compact = workers > COMPACT_ABOVE
         self.heartbeat_s = heartbeat_s
@@ -78,13 +81,13 @@ class FleetProgress:
             else:
                 if state.phase == "ready":
                     return
-                full = describe_state(state, now - self._started)
-                key = full.split("] ", 1)[-1]
+                full = describe_state(state, now - self._started).split("] ", 1)[-1]
+                key = full if self.tty else state.phase
                 last = self._last.get(sink.index)
                 if last is not None and last[0] == key and now - last[1] < self.heartbeat_s:
                     return
                 self._last[sink.index] = (key, now)
-                text = f"{sink.label} {key}"
+                text = f"{sink.label} {full}"
         self.line(text)
 
     def worker_done(self, sink: WorkerProgress, report: StartupReport) -> None:

@@ -2,7 +2,8 @@
 
 The run is :func:`pytest_sglang.accuracy.evaluate` (SGLang's harness formats, 64 requests in flight);
 the verdict uses the sampling error: the gate fails when the upper bound of the score's Wilson
-interval is below ``min_score`` (worse than the floor beyond noise), or when ``baseline`` (an ``eval
+interval is below ``min_score`` (worse than the floor beyond noise; with ``floor_proven=True``, when
+the *lower* bound is: the floor must be proven), or when ``baseline`` (an ``eval
 --json`` output) shows a drop larger than the interval of the difference allows (``max_drop``).
 """
 
@@ -19,10 +20,23 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pytest_sglang.accuracy import ROUTES, RUNNERS, TASKS, AccuracyResult, Harness, Runner, evaluate, judge
 from pytest_sglang.accuracy.arithmetic import DEFAULT_SEED
 from pytest_sglang.accuracy.interval import difference
+from pytest_sglang.accuracy.task import MAX_EXAMPLES
+from pytest_sglang.accuracy.verdict import JUDGED, floor_bound
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.files import read_capped
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare
-from pytest_sglang.gates.keywords import AnyOf, AtLeast, AtMost, Fraction, KeywordError, OneOf, Requires, Seconds
+from pytest_sglang.gates.keywords import (
+    AnyOf,
+    AtLeast,
+    AtMost,
+    CountOrWord,
+    Fraction,
+    KeywordError,
+    OneOf,
+    Requires,
+    Seconds,
+)
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.loadgen.spec import MAX_IN_FLIGHT, MAX_LEN
 
@@ -39,7 +53,7 @@ MAX_BASELINE_BYTES = 16 * 1024 * 1024
 # Marker keyword types: the harness's own limits, checked at collection.
 Task = Annotated[str, OneOf(TASKS)]
 Floor = Annotated[float | None, Fraction()]
-Examples = Annotated[int, AtLeast(1), AtMost(100_000)]
+Examples = Annotated[int | str, CountOrWord(1, MAX_EXAMPLES, "all")]
 Shots = Annotated[int, AtLeast(0), AtMost(100)]
 Route = Annotated[str | None, OneOf(tuple(ROUTES))]
 Tokens = Annotated[int | None, AtLeast(1), AtMost(MAX_LEN)]
@@ -54,30 +68,44 @@ _REQUESTS_FIX = "the server failed the requests, not the model: read the first f
 
 def evaluate_accuracy(result: AccuracyResult, *, min_score: float | None = None,
                       baseline: Mapping[str, Any] | None = None, baseline_source: str = "baseline",
-                      max_drop: float | None = None) -> GateOutcome:
+                      max_drop: float | None = None, floor_proven: bool = False) -> GateOutcome:
     """Judge an accuracy run against a floor and/or a baseline (an ``eval --json`` document).
 
     The verdicts are :func:`pytest_sglang.accuracy.judge`'s; each becomes a :class:`Check` naming
     the keyword, and the message gives the score, the counts, the interval and wrong answers.
     """
     given = (("min_score", min_score), ("max_drop", max_drop),
-             ("baseline", baseline_source if baseline is not None else None))
+             ("baseline", baseline_source if baseline is not None else None),
+             ("floor_proven", floor_proven or None))
     keywords.check(run_marker, "evaluate_accuracy", {k: v for k, v in given if v is not None})
-    low, high = result.interval
     out = GateOutcome(GATE)
     if result.errors:
         out.add(compare(GATE, "answered_requests", result.total - result.errors, ">=", 1, unit="requests",
                         source=f"{result.errors} of {result.total} failed; first: {result.first_error}",
                         remedy=_REQUESTS_FIX))
     if min_score is not None:
-        out.add(compare(GATE, "score_upper_bound", high, ">=", min_score, keyword="min_score", remedy=_FLOOR_FIX,
-                        source=f"{result.confidence:.0%} Wilson interval [{low:.3f}, {high:.3f}] of the score "
-                               f"{result.score:.3f} ({result.correct}/{result.total} correct)"))
+        out.add(_floor_check(result, min_score, floor_proven))
     if baseline is not None:
         out.add(_baseline_check(result, baseline, baseline_source, max_drop or 0.0))
     out.context.update(_context(result))
-    out.notes += judge(result, min_score, baseline=baseline, max_drop=max_drop or 0.0)
+    out.notes += judge(result, min_score, baseline=baseline, max_drop=max_drop or 0.0, floor_proven=floor_proven)
     return out
+
+
+def _floor_check(result: AccuracyResult, min_score: float, floor_proven: bool) -> Check:
+    """``min_score`` against the bound :func:`~pytest_sglang.accuracy.verdict.floor_bound` names.
+
+    The check's detail carries the score and its interval, so every summary (terminal, JSON, Markdown)
+    shows them beside the bound judged, never the bound alone.
+    """
+    metric, bound = floor_bound(result, floor_proven)
+    low, high = result.interval
+    return compare(GATE, metric, bound, ">=", min_score, keyword="min_score", remedy=_FLOOR_FIX,
+                   detail=f"score {result.score:.3f} ({result.correct}/{result.total} correct), "
+                          f"{result.confidence:.0%} Wilson interval [{low:.3f}, {high:.3f}]; judged: "
+                          f"{JUDGED[floor_proven]}",
+                   source=f"{result.confidence:.0%} Wilson interval [{low:.3f}, {high:.3f}] of the score "
+                          f"{result.score:.3f} ({result.correct}/{result.total} correct)")
 
 
 def _baseline_check(result: AccuracyResult, baseline: Mapping[str, Any], source: str, max_drop: float) -> Check:
@@ -116,13 +144,13 @@ def _short(text: str, limit: int = 80) -> str:
 
 def read_baseline(path: str, call: str = MARKER) -> dict[str, Any]:
     """An ``eval --json`` output to compare with; a bad file is a :class:`KeywordError` naming ``baseline``."""
+    fix = "pass a file written by: python -m pytest_sglang eval --json OUT"
     try:
-        with Path(path).open("rb") as fh:
-            raw = fh.read(MAX_BASELINE_BYTES + 1)
-        doc = json.loads(raw) if len(raw) <= MAX_BASELINE_BYTES else None
-    except (OSError, ValueError) as exc:
-        raise KeywordError(call, {"baseline": path}, f"cannot be read as JSON ({exc})",
-                           "pass a file written by: python -m pytest_sglang eval --json OUT") from None
+        doc = json.loads(read_capped(path, option="baseline", cap=MAX_BASELINE_BYTES, fix=fix, too_large_fix=fix))
+    except ConfigError as exc:
+        raise KeywordError(call, {"baseline": path}, exc.problem, exc.fix) from None
+    except ValueError as exc:
+        raise KeywordError(call, {"baseline": path}, f"cannot be read as JSON ({exc})", fix) from None
     if not isinstance(doc, dict) or "harness" not in doc:
         raise KeywordError(call, {"baseline": path}, "is not an eval --json result",
                            "pass a file written by: python -m pytest_sglang eval --json OUT")
@@ -173,6 +201,8 @@ def _harness(view: _RunView, data: str | None, **fields: Any) -> Harness:
     AnyOf(("min_score", "baseline")),
     Requires("max_drop", needs=("baseline",), why="the drop is measured from a baseline",
              fix="add baseline='last-release.json' (written by python -m pytest_sglang eval --json)"),
+    Requires("floor_proven", needs=("min_score",), why="it says how min_score is judged",
+             fix="add min_score=0.74 (the floor the interval's lower bound must reach)"),
 )
 def run_marker(
     ctx: GateContext, *, task: Task, min_score: Floor = None, num_examples: Examples = 200, shots: Shots = 5,
@@ -180,6 +210,7 @@ def run_marker(
     concurrency: InFlight = 64, request_timeout_s: Seconds = 300.0,
     seed: Annotated[int, AtLeast(0)] = DEFAULT_SEED, confidence: Confidence = 0.95, data: str | None = None,
     baseline: str | None = None, max_drop: Floor = None, runner: RunnerName = "builtin", sgl_eval: str | None = None,
+    floor_proven: bool = False,
 ) -> GateOutcome:
     """``@pytest.mark.sglang_accuracy``: run the task against the server and judge the score.
 
@@ -202,4 +233,4 @@ def run_marker(
             raise KeywordError(MARKER, {exc.source: exc.value}, exc.problem, exc.fix) from None
         raise
     return evaluate_accuracy(result, min_score=min_score, baseline=doc, baseline_source=baseline or "",
-                             max_drop=max_drop)
+                             max_drop=max_drop, floor_proven=floor_proven)

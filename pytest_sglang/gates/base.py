@@ -129,6 +129,14 @@ class GateOutcome:
         """Whether every check passed."""
         return all(c.passed for c in self.checks)
 
+    def __repr__(self) -> str:
+        """One line: the gate, its verdict and the checks that failed (:meth:`message` has everything)."""
+        failed = self.failed
+        verdict = "passed" if not failed else "FAILED " + ", ".join(c.headline() for c in failed[:3])
+        more = f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""
+        ok = len(self.checks) - len(failed)
+        return f"<GateOutcome {self.gate}: {ok}/{len(self.checks)} checks ok, {verdict}{more}>"
+
     @property
     def failed(self) -> list[Check]:
         """The checks that failed."""

@@ -20,6 +20,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_sglang import ledger
 from pytest_sglang.errors import SGLangError
 from pytest_sglang.gates.base import fmt
 from pytest_sglang.loadgen.prefix_reuse import prefix_ids
@@ -129,6 +130,7 @@ def _cached(response: httpx.Response, where: str) -> int:
 def _flush(workers: list[SGLangServer], names: list[str]) -> list[str]:
     failed = []
     for server, name in zip(workers, names, strict=True):
+        ledger.note_flush()
         with server.client(timeout=_TIMEOUT_S) as client:
             if _post(client, "/flush_cache", name).status_code != 200:
                 failed.append(name)

@@ -9,6 +9,11 @@ purpose. A worker this machine cannot reach is compared on what the gateway list
 ``labels``: version, model_path, tp/dp/pp size; sglang-router 0.3.x ``metadata``: model_path, tp/dp
 size), and the fields it does not list are named as not checked. A failure shows a table of the
 differing fields only, one column per worker.
+
+The weights themselves are compared too (:data:`WEIGHTS`): each reachable worker's
+``/weights_checker`` ``per_engine_checksum`` (SGLang 0.5.23, :mod:`pytest_sglang.server.weights`),
+between workers whose rank layout (tp/pp/dp) is the same, since each rank hashes its own shard. A
+worker where the route does not answer is named in a note and its weights are not compared.
 """
 
 from __future__ import annotations
@@ -20,11 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_sglang.errors import SGLangError
 from pytest_sglang.gates.base import GateOutcome, compare
+from pytest_sglang.server.weights import WeightsChecksum, read_weights
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import WorkerHandle
 
-__all__ = ["FIELDS", "IDENTITY", "PER_ROLE", "WorkerView", "compare_workers", "differing", "table", "views"]
+__all__ = ["FIELDS", "IDENTITY", "PER_ROLE", "WEIGHTS", "WorkerView", "compare_workers", "differing", "table", "views"]
 
 #: Compared across every worker: what the answer to a request depends on.
 IDENTITY = (
@@ -43,7 +49,12 @@ PER_ROLE = (
     "speculative_eagle_topk", "speculative_num_draft_tokens", "allow_auto_truncate", "enable_cache_report",
     "disaggregation_mode",
 )
-FIELDS = IDENTITY + PER_ROLE
+#: The loaded weights' checksum (``/weights_checker``), compared between workers of the same rank layout.
+WEIGHTS = "weights_checksum"
+FIELDS = (*IDENTITY, WEIGHTS, *PER_ROLE)
+_WEIGHTS_FIX = ("; a weights_checksum that differs on one model path means other weights were loaded (another "
+                "revision or a partial download under that path, or /update_weights_from_* applied to some workers "
+                "only): restart those workers from the same checkpoint")
 _CELL = 40  # characters of a value shown in the table
 
 
@@ -61,6 +72,9 @@ class WorkerView:
     #: Empty when read from the worker itself; otherwise why only the gateway's facts were used.
     fallback: str = ""
     role: str = field(default="regular")
+    #: The rank layout the weights checksum was computed over; or, with no checksum, why not.
+    weights_layout: str = ""
+    weights_missing: str = ""
 
 
 def views(workers: Iterable[WorkerHandle]) -> list[WorkerView]:
@@ -74,7 +88,13 @@ def views(workers: Iterable[WorkerHandle]) -> list[WorkerView]:
             except SGLangError as exc:
                 why = f"GET /server_info failed: {str(exc).splitlines()[0]}"
             else:
-                out.append(WorkerView(worker, {f: _text(info.get(f)) for f in FIELDS}, role=worker.role))
+                values = {f: _text(info.get(f)) for f in FIELDS if f != WEIGHTS}
+                weights = read_weights(worker.server)
+                if isinstance(weights, WeightsChecksum):
+                    values[WEIGHTS] = weights.short()
+                    out.append(WorkerView(worker, values, role=worker.role, weights_layout=weights.layout))
+                else:
+                    out.append(WorkerView(worker, values, role=worker.role, weights_missing=weights))
                 continue
         facts = {f: worker.entry.facts[f] for f in FIELDS if f in worker.entry.facts}
         out.append(WorkerView(worker, facts, fallback=why, role=worker.role))
@@ -84,6 +104,9 @@ def views(workers: Iterable[WorkerHandle]) -> list[WorkerView]:
 def _groups(field_name: str, seen: Sequence[WorkerView]) -> list[list[WorkerView]]:
     if field_name in IDENTITY:
         return [list(seen)]
+    if field_name == WEIGHTS:  # a rank hashes its own shard: only equal layouts compare
+        layouts = dict.fromkeys(v.weights_layout for v in seen)
+        return [[v for v in seen if v.weights_layout == layout] for layout in layouts]
     roles = dict.fromkeys(v.role for v in seen)
     return [[v for v in seen if v.role == role] for role in roles]
 
@@ -121,14 +144,18 @@ def compare_workers(seen: Sequence[WorkerView], ignore: Sequence[str], gate: str
     where = "each worker's own /server_info" + (f" (the gateway's listing for {listed} not read directly)"
                                                   if listed else "")
     out.add(compare(gate, "differing_fields", ", ".join(diffs) or "none", "==", "none",
-                    source=f"{where}: {len(fields)} launch fields compared{ignored}",
+                    source=f"{where}: {len(fields) - (WEIGHTS in fields)} launch fields compared{ignored}",
                     remedy="launch every worker with the same SGLang version, model and launch arguments (or "
-                           "ignore=[...] a field that may differ on purpose)"))
+                           "ignore=[...] a field that may differ on purpose)"
+                           + (_WEIGHTS_FIX if WEIGHTS in diffs and "model_path" not in diffs else "")))
     if diffs:
         out.notes.append(f"{len(diffs)} field(s) differ between the workers (only those are shown):")
         out.notes += [f"  {row}" for row in table(seen, diffs)]
     if len(seen) < 2:
         out.notes.append(f"{len(seen)} worker(s) behind the gateway: nothing to compare")
+    if WEIGHTS in fields:
+        out.notes += _weights_notes(seen)
+        out.context["weights"] = _weights_context(seen)
     for view in seen:
         if view.fallback:
             missing = [f for f in fields if f not in view.values]
@@ -136,3 +163,22 @@ def compare_workers(seen: Sequence[WorkerView], ignore: Sequence[str], gate: str
             out.notes.append(f"{view.worker.name()}: {view.fallback}; compared on the gateway's listing only "
                              f"({shown}); {len(missing)} field(s) not checked")
     return out
+
+
+def _weights_notes(seen: Sequence[WorkerView]) -> list[str]:
+    """Which workers' weights were not compared (no checksum, or no other worker with their layout)."""
+    notes = [f"{v.worker.name()}: weights not compared ({v.weights_missing})" for v in seen
+             if v.weights_missing and not v.fallback]
+    layouts = dict.fromkeys(v.weights_layout for v in seen if WEIGHTS in v.values)
+    if len(layouts) > 1:
+        notes.append("weights checksums compared only within one rank layout: " + "; ".join(
+            f"{layout}: {sum(v.weights_layout == layout for v in seen)} worker(s)" for layout in layouts))
+    return notes
+
+
+def _weights_context(seen: Sequence[WorkerView]) -> str:
+    read = [v for v in seen if WEIGHTS in v.values and not v.fallback]
+    if not read:
+        return "not compared: no worker answered GET /weights_checker with a checksum"
+    sums = ", ".join(f"{v.worker.name()}: {v.values[WEIGHTS]} ({v.weights_layout})" for v in read)
+    return f"each worker's GET /weights_checker per_engine_checksum (first 16 hex digits): {sums}"

@@ -6,7 +6,8 @@ Four checks, each on by its keyword:
   their own ``GET /health`` (200) are at least N; None (default) = every listed worker. A worker this
   machine cannot reach is judged by the gateway's view alone (and the message says so).
 * ``consistent=True`` (default): every worker runs the same SGLang version, model and launch
-  configuration (:mod:`.consistency`); ``ignore=[...]`` leaves fields out.
+  configuration, and loaded the same weights (``/weights_checker`` checksums, :mod:`.consistency`);
+  ``ignore=[...]`` leaves fields out (``"weights_checksum"`` the weights).
 * ``max_imbalance=X``: a load sent through the gateway (the ``sglang_throughput`` load keywords), and
   each worker's share of the requests it served (its own ``/metrics``, :mod:`.shares`). With N workers
   of a role the fair share is 1/N, and the imbalance is ``max |share - 1/N| / (1/N)``: 0 is a perfect
@@ -73,8 +74,12 @@ def health_check(fleet: SGLangFleet, min_healthy: int | None, out: GateOutcome) 
     """Count workers healthy in the gateway's view and on their own /health; notes say each one's state."""
     listed = fleet.discover().workers
     handles = {w.url: w for w in fleet.workers}
-    healthy = 0
+    healthy, seen = 0, set[str]()
     for index, entry in enumerate(listed):
+        if entry.key in seen:  # one worker under a second spelling (issue 22): one worker, counted once
+            out.notes.append(f"worker {index}: the gateway lists {entry.key} a second time: counted once")
+            continue
+        seen.add(entry.key)
         worker = handles.get(entry.url)
         direct, said = _direct(worker)
         ok = entry.is_healthy and direct is not False
@@ -82,11 +87,11 @@ def health_check(fleet: SGLangFleet, min_healthy: int | None, out: GateOutcome) 
         name = worker.name() if worker is not None else f"worker {index} ({entry.url})"
         view = "healthy" if entry.is_healthy else "UNHEALTHY"
         out.notes.append(f"{name}: gateway says {view}, {said}{'' if ok else ': not counted'}")
-    required = min_healthy if min_healthy is not None else max(1, len(listed))  # no worker is no fleet
+    required = min_healthy if min_healthy is not None else max(1, len(seen))  # no worker is no fleet
     out.add(compare(GATE, "healthy_workers", healthy, ">=", required, unit="workers",
                     keyword="min_healthy" if min_healthy is not None else "",
                     source="the gateway's GET /workers is_healthy and each worker's own GET /health (200)"
-                           + ("" if min_healthy is not None else f"; required: every listed worker ({len(listed)})"),
+                           + ("" if min_healthy is not None else f"; required: every listed worker ({len(seen)})"),
                     remedy="restart the worker(s) not counted below; a gateway notices a dead worker only at its "
                            "next health check (--health-check-interval-secs, default 60 s)"))
     out.context["gateway"] = f"{fleet.describe()}; {_readiness(fleet)}"

@@ -27,9 +27,10 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_typ
 from pytest_sglang.errors import ConfigError
 
 __all__ = [
-    "Above", "AnyOf", "AtLeast", "AtMost", "Count", "EachOneOf", "Fraction", "Keyword", "KeywordError", "NotBelow",
-    "OneOf", "OptionalCount", "Requires", "Seconds", "Threshold", "check", "declared", "marker_problem", "rules",
-    "sglang_choices", "signature_text",
+    "Above", "AnyOf", "AtLeast", "AtMost", "Count", "CountOrWord", "EachOneOf", "Fraction", "Keyword", "KeywordError",
+    "NotBelow",
+    "OneOf", "OptionalCount", "Requires", "Seconds", "Threshold", "UrlPath", "check", "declared", "marker_problem",
+    "rules", "sglang_choices", "signature_text",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -157,6 +158,24 @@ class EachOneOf:
         return repr(fixed) if all(f is not None for f in fixed) and fixed != value else None
 
 
+@dataclass(frozen=True)
+class CountOrWord:
+    """A whole number from ``low`` to ``high``, or ``word`` (``num_examples="all"``: every example)."""
+
+    low: int
+    high: int
+    word: str
+
+    @property
+    def text(self) -> str:
+        return f"a whole number from {_num(self.low)} to {_num(self.high)}, or {self.word!r}"
+
+    def ok(self, value: object) -> bool:
+        if isinstance(value, str):
+            return value == self.word
+        return isinstance(value, int) and not isinstance(value, bool) and self.low <= value <= self.high
+
+
 def _closest(value: object, choices: tuple[str, ...]) -> str | None:
     if not isinstance(value, str) or len(value) > 100:
         return None
@@ -164,7 +183,19 @@ def _closest(value: object, choices: tuple[str, ...]) -> str | None:
     return close[0] if close else None
 
 
-Constraint = AtLeast | Above | AtMost | Fraction | OneOf | EachOneOf
+@dataclass(frozen=True)
+class UrlPath:
+    """A string keyword that is an HTTP path (``readiness_path="/health"``)."""
+
+    @property
+    def text(self) -> str:
+        return "starting with /"
+
+    def ok(self, value: object) -> bool:
+        return isinstance(value, str) and value.startswith("/") and len(value) <= 2000
+
+
+Constraint = AtLeast | Above | AtMost | Fraction | OneOf | EachOneOf | CountOrWord | UrlPath
 
 
 #: Shared keyword types. A threshold of 0 or less checks nothing (or everything): refused.
@@ -208,6 +239,9 @@ class Keyword:
     def requirement(self) -> str:
         """``a whole number >= 1``, ``one of a, b``: what a valid value is."""
         kinds = [t for t in self.types if t is not type(None)]
+        either = next((c for c in self.constraints if isinstance(c, CountOrWord)), None)
+        if either is not None:  # int | str: the number or the word, said once
+            return either.text
         if kinds == [str] and any(isinstance(c, OneOf) for c in self.constraints):
             return " and ".join(c.text for c in self.constraints)
         text = " or ".join(_TYPE_TEXT[t] for t in kinds if not (t is int and float in kinds))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from pytest_sglang import ledger
 from pytest_sglang.correctness import golden
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.pd_roles import GATE, PD_ROLES
@@ -93,6 +94,7 @@ def _flush(servers: list[tuple[str, SGLangServer]]) -> list[str]:
     """``POST /flush_cache`` on each server (so no side answers from an earlier request's cache)."""
     unflushed = []
     for name, server in servers:
+        ledger.note_flush()
         try:
             with server.client(timeout=60.0) as client:
                 status = client.post("/flush_cache", params={"timeout": 30}).status_code

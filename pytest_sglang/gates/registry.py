@@ -23,11 +23,35 @@ if TYPE_CHECKING:  # types only: importing the plugin must not import the engine
     from pytest_sglang.server.url import ServerURL
 
 
+#: :attr:`LaunchNeed.expected` of a field that must merely be set (``--speculative-algorithm`` anything).
+ANY_VALUE = "<any value>"
+
+
+@dataclass(frozen=True)
+class LaunchNeed:
+    """A launch flag a marker needs on the servers it judges, declared with its gate (below).
+
+    Checked before anything starts when the plugin launches (the launch args, as SGLang reads them) and
+    before the gate's load when it attaches (each worker's ``/server_info``, which names the same field):
+    without it the marker would run its load and only then fail, or check nothing.
+    """
+
+    field: str  # ServerArgs field (the /server_info key)
+    flag: str  # what to add, e.g. "--enable-metrics"
+    why: str  # what the marker reads that needs it
+    when: str | None = None  # the marker keyword that turns the need on (set and not False); None: always
+    expected: object = True  # True: the flag is on; ANY_VALUE: set to anything; else: that value
+    #: The worker roles that need it (empty: every worker). A launch without those roles is left to the
+    #: gate, whose own message ("needs a prefill-decode fleet") says more than a missing flag would.
+    roles: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class MarkerGate:
     marker: str
     target: str  # "module:function"
     summary: str  # one sentence for --markers; the keywords come from the signature
+    needs: tuple[LaunchNeed, ...] = ()
 
     def load(self) -> Callable[..., GateOutcome]:
         module, _, name = self.target.partition(":")
@@ -48,13 +72,16 @@ class MarkerGate:
         return f"{self.marker}: {self.summary} See {DOCS_URL}"
 
 
-DOCS_URL = "https://github.com/pytest-sglang/pytest-sglang#markers"
+#: Where every marker is listed with a link to its keywords (the README shows one of each kind only).
+DOCS_URL = "https://github.com/pytest-sglang/pytest-sglang/blob/main/docs/plugin.md#markers"
 
 GATES: tuple[MarkerGate, ...] = (
     MarkerGate("sglang_capacity", "pytest_sglang.gates.capacity:run_marker",
                "fail unless the server's KV capacity meets these floors (per DP rank)."),
     MarkerGate("sglang_hicache", "pytest_sglang.gates.hicache:run_marker",
-               "fail unless the hierarchical cache is configured (and, with effective=True, works)."),
+               "fail unless the hierarchical cache is configured (and, with effective=True, works).",
+               needs=(LaunchNeed("enable_hierarchical_cache", "--enable-hierarchical-cache",
+                                 "the hierarchical cache is what it judges", when="enabled"),)),
     MarkerGate("sglang_throughput", "pytest_sglang.gates.throughput:run_marker",
                "run a load and fail unless it meets these floors and ceilings."),
     MarkerGate("sglang_slo", "pytest_sglang.gates.slo:run_marker",
@@ -62,7 +89,11 @@ GATES: tuple[MarkerGate, ...] = (
                "min_concurrency."),
     MarkerGate("sglang_fleet", "pytest_sglang.gates.fleet:run_marker",
                "fail unless the workers behind the gateway are healthy, alike and evenly used (and, with "
-               "cache_aware=True, route shared prefixes to one worker)."),
+               "cache_aware=True, route shared prefixes to one worker).",
+               # cache_aware=True is judged by measuring the routing, not by the policy's name: smg's
+               # prefix_hash and consistent_hashing keep a prefix on one worker too.
+               needs=(LaunchNeed("enable_metrics", "--enable-metrics", "max_imbalance counts the requests each "
+                                 "worker served in its /metrics", when="max_imbalance"),)),
     MarkerGate("sglang_accuracy", "pytest_sglang.gates.accuracy:run_marker",
                "run an accuracy task and fail when the score's confidence interval lies below min_score "
                "(or a baseline's)."),
@@ -73,7 +104,21 @@ GATES: tuple[MarkerGate, ...] = (
                "or slow recovery beyond these limits."),
     MarkerGate("sglang_pd", "pytest_sglang.gates.pd:run_marker",
                "fail unless a prefill-decode fleet's workers are the roles the gateway gives them, move their KV "
-               "under load without failures and (with parity=True) answer like a single server."),
+               "under load without failures and (with parity=True) answer like a single server.",
+               needs=(LaunchNeed("enable_metrics", "--enable-metrics", "the KV transfer under load (load=True, the "
+                                 "default) is read from each prefill and decode worker's /metrics", when="load",
+                                 roles=("prefill", "decode")),
+                      LaunchNeed("disaggregation_enable_kv_checksum", "--disaggregation-enable-kv-checksum",
+                                 "kv_checksum=True checks that every worker computes the KV checksum",
+                                 when="kv_checksum", roles=("prefill", "decode")))),
+    MarkerGate("sglang_speculative", "pytest_sglang.gates.speculative:run_marker",
+               "fail unless speculative decoding accepts enough draft tokens (per request and in the server's "
+               "metrics) and beats the same model without speculation by min_speedup.",
+               needs=(LaunchNeed("speculative_algorithm", "--speculative-algorithm",
+                                 "speculative decoding is what it judges", expected=ANY_VALUE),)),
+    MarkerGate("sglang_probes", "pytest_sglang.gates.probes:run_marker",
+               "run a load while probing like Kubernetes (readiness and liveness) and fail when the pod would have "
+               "been marked unready or restarted, or a DP rank answers nothing while /health is 200."),
 )
 
 GATES_BY_MARKER = {g.marker: g for g in GATES}

@@ -19,8 +19,9 @@ from pytest_sglang.gates.base import GateOutcome, compare
 from pytest_sglang.gates.keywords import AnyOf, AtLeast, AtMost, Count, NotBelow, OneOf, Seconds, Threshold
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.shares import run_loads
-from pytest_sglang.gates.throughput import Length, Timeout, evaluate_throughput
+from pytest_sglang.gates.throughput import FLOORS, Length, Timeout, judge
 from pytest_sglang.loadgen import LoadResult, LoadSpec
+from pytest_sglang.loadgen.intervals import reliable, unreliable_note
 from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT
 
 GATE = "slo"
@@ -68,7 +69,8 @@ class Search:
             # The level was cut by the budget (its load deadline), not judged on a full run.
             self.stop_reason = f"time budget of {self.time_budget_s:g} s ran out during concurrency {c}"
             return False
-        outcome = evaluate_throughput(result, max_error_rate=0.0, **self.ceilings)
+        # Each level is one point of the curve: its figures, not an interval (a level is a probe, not a verdict).
+        outcome = judge(result, dict(self.ceilings), 0.0, reading="point")
         self.curve[c] = point(result, outcome.passed)
         if not outcome.passed:
             self.reasons[c] = "; ".join(
@@ -202,7 +204,21 @@ def run_marker(
     )
     for c, why in sorted(s.reasons.items()):
         outcome.notes.append(f"concurrency {c}: SLO broken: {why}")
+    outcome.notes += unreliable_levels(ceilings, s.curve)
     return outcome
+
+
+def unreliable_levels(ceilings: dict[str, float], curve: dict[int, dict[str, Any]]) -> list[str]:
+    """A warning line per ceiling judged on a percentile from too few requests at some level."""
+    lines = []
+    for keyword in ceilings:
+        metric = FLOORS[keyword][0]
+        few = sorted(c for c, p in curve.items() if not reliable(metric, int(p["requests"])))
+        if few:
+            levels = ", ".join(f"{c} ({curve[c]['requests']} requests)" for c in few)
+            fewest = min(int(curve[c]["requests"]) for c in few)
+            lines.append(f"WARNING: {keyword}: at concurrency {levels}: {unreliable_note(metric, fewest)}")
+    return lines
 
 
 def _validate(ceilings: dict[str, float], min_concurrency: int, max_concurrency: int) -> None:

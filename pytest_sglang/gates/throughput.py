@@ -2,6 +2,13 @@
 
 ``evaluate_throughput`` / ``assert_throughput`` / the ``sglang_throughput`` marker (same checks, same
 message).
+
+Floors are judged with the noise measured in the same run (:mod:`..loadgen.intervals`: a bootstrap of
+the per-request samples, and the spread of ``repeats``): by default a floor fails only when the whole
+95% interval of the figure misses it (the interval's favourable bound is judged, and is the check's
+``measured``); ``proven=True`` judges the other bound (the floor is proven met). Without per-request
+records or repeats no noise is measured and the figure itself is judged. A percentile from too few
+requests (a p99 of fewer than 100) is judged with a warning line: it is about their maximum.
 """
 
 from __future__ import annotations
@@ -10,19 +17,23 @@ import dataclasses
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.keywords import Above, AtLeast, AtMost, Count, Fraction, OneOf, Threshold
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadResult, LoadSpec
+from pytest_sglang.loadgen.intervals import CONFIDENCE, figure_interval, side, unreliable_note
 from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS
 
 if TYPE_CHECKING:
     from pytest_sglang.server import SGLangServer
 
 GATE = "throughput"
+#: Which figure a floor judges: the interval's favourable bound (default), its unfavourable bound
+#: (``proven=True``), or the point figure (the SLO search's levels).
+Reading = Literal["favourable", "proven", "point"]
 # Load-shape keyword types: the load generator's own limits, checked at collection.
 Requests = Annotated[int, AtLeast(1), AtMost(MAX_REQUESTS)]
 Length = Annotated[int, AtLeast(1), AtMost(MAX_LEN)]
@@ -68,24 +79,30 @@ def evaluate_throughput(
     max_tpot_ms_median: float | None = None,
     max_e2e_ms_p99: float | None = None,
     max_error_rate: float = 0.0,
+    proven: bool = False,
+    reading: Reading | None = None,
 ) -> GateOutcome:
     """Judge ``result`` against the given floors/ceilings (None = not checked); errors always are.
 
     The keywords are checked as the ``sglang_throughput`` marker declares them (:func:`run_marker`).
+    ``reading`` overrides ``proven`` (``"point"``: judge the figure itself, no interval).
     """
     given = floors_given(locals())
     keywords.check(run_marker, "evaluate_throughput", {**given, "max_error_rate": max_error_rate})
-    return judge(result, given, max_error_rate)
+    return judge(result, given, max_error_rate, reading=reading or ("proven" if proven else "favourable"))
 
 
 def judge(result: LoadResult, limits: dict[str, float], max_error_rate: float,
-          server: Check | None = None) -> GateOutcome:
+          server: Check | None = None, *, runs: Sequence[LoadResult] = (),
+          reading: Reading = "favourable") -> GateOutcome:
     """The outcome: floors, then integrity, or integrity first (and its remedy alone) when it failed.
 
     Figures of a load whose requests failed, timed out or met a dead server say nothing about capacity:
     the message then leads with why (``server``: how the server died, from the plugin's handle).
+    ``runs``: the repeats ``result`` is the median of (their spread is part of the noise).
     """
-    floors = [_check(result, keyword, limit) for keyword, limit in limits.items()]
+    runs = list(runs) or [result]
+    floors = [_check(result, keyword, limit, runs, reading) for keyword, limit in limits.items()]
     integrity = [c for c in (server, timeout_check(result, max_error_rate)) if c is not None]
     integrity.append(error_check(result, max_error_rate))
     outcome = GateOutcome(gate=GATE)
@@ -94,6 +111,11 @@ def judge(result: LoadResult, limits: dict[str, float], max_error_rate: float,
     else:
         outcome.checks = [*integrity, *(dataclasses.replace(c, remedy="") for c in floors)]
     outcome.context.update(describe(result))
+    fewest = min(r.completed for r in runs)
+    for keyword in limits:
+        warning = unreliable_note(FLOORS[keyword][0], fewest)
+        if warning and result.completed:
+            outcome.notes.append(f"WARNING: {keyword}: {warning}")
     return outcome
 
 
@@ -103,14 +125,42 @@ def assert_throughput(result: LoadResult, **limits: Any) -> None:
     evaluate_throughput(result, **limits).raise_for_failures()
 
 
-def _check(result: LoadResult, keyword: str, limit: float | int) -> Check:
+def _check(result: LoadResult, keyword: str, limit: float | int, runs: Sequence[LoadResult],
+           reading: Reading) -> Check:
     attr, op, unit, remedy = FLOORS[keyword]
     # With no successful request a latency figure is 0.0 (bench_serving's convention): not a pass.
     measured = getattr(result, attr) if result.completed else None
+    detail = result.spec.shape()
+    if measured is not None and reading != "point":
+        judged, how = judged_bound(attr, op, runs, reading)
+        if judged is not None:
+            measured, detail = judged, f"{detail}; {how}"
     return compare(
-        GATE, attr, measured, op, limit, unit=unit, source=_SOURCE, remedy=remedy, detail=result.spec.shape(),
+        GATE, attr, measured, op, limit, unit=unit, source=_SOURCE, remedy=remedy, detail=detail,
         keyword=keyword,
     )
+
+
+def judged_bound(attr: str, op: str, runs: Sequence[LoadResult], reading: Reading) -> tuple[float | None, str]:
+    """The interval bound a floor judges, and a line saying which one (None: no noise was measured)."""
+    each = [run.samples() for run in runs]
+    interval = figure_interval(side(attr, [getattr(r, attr) for r in runs], [s for s in each if s.requests] or None))
+    if not interval.measured:
+        return None, ""
+    low_is_favourable = op == "<="
+    favourable = reading == "favourable"
+    use_low = low_is_favourable == favourable
+    bound_value = interval.low if use_low else interval.high
+    rule = ("fails only when the whole interval misses the floor; proven=True judges the other bound"
+            if favourable else "passes only when the whole interval meets the floor (proven=True)")
+    how = (f"judged: the {'lower' if use_low else 'upper'} bound of the {CONFIDENCE:.0%} interval "
+           f"[{interval.low:,.4g}, {interval.high:,.4g}] of {attr} (point {interval.point:,.4g}; noise from "
+           f"{_noise(runs)}): {rule}")
+    return round(bound_value, 4), how
+
+
+def _noise(runs: Sequence[LoadResult]) -> str:
+    return "per-request bootstrap" + (f" and {len(runs)} repeats" if len(runs) > 1 else "")
 
 
 def error_check(result: LoadResult, max_error_rate: float) -> Check:
@@ -272,6 +322,7 @@ def run_marker(
     max_tpot_ms_median: Threshold = None,
     max_e2e_ms_p99: Threshold = None,
     max_error_rate: Annotated[float, Fraction()] = 0.0,
+    proven: bool = False,
     concurrency: InFlight = None,
     request_rate: Threshold = None,
     requests: Requests = 128,
@@ -283,6 +334,9 @@ def run_marker(
     load_timeout_s: Timeout = None,
 ) -> GateOutcome:
     """``@pytest.mark.sglang_throughput``: run the load ``repeats`` times and judge the median run.
+
+    Each floor is judged with the noise of those runs (the module's docstring): it fails only when the
+    whole 95% interval misses it, or, with ``proven=True``, passes only when the whole interval meets it.
 
     On a fleet the load goes through the gateway, and the outcome also records each worker's share of
     the requests (``context["worker_shares"]``, from the workers' own /metrics: :mod:`.shares`).
@@ -306,7 +360,8 @@ def run_marker(
     results, shares = run_loads(ctx.server, lambda: [ctx.load(spec) for _ in range(repeats)])
     result = median_result(results)
     given = floors_given(locals())
-    outcome = judge(result, given, max_error_rate, server_check(ctx.server, result))
+    outcome = judge(result, given, max_error_rate, server_check(ctx.server, result), runs=results,
+                    reading="proven" if proven else "favourable")
     if shares is not None:
         shares.record(outcome)
         if not result.server_view:  # the sampler read the gateway's /metrics, which is not a worker's

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from pytest_sglang import ledger
 from pytest_sglang.loadgen import clock
 from pytest_sglang.loadgen.multiproc import run_processes
 from pytest_sglang.loadgen.record import RequestRecord
@@ -48,7 +49,7 @@ def run_load(
         shard, duration = run_processes(base, spec, api_key, progress)
     else:
         shard, duration = _run_async(run_single(base, spec, api_key, progress))
-    return LoadResult.from_collector(
+    result = LoadResult.from_collector(
         spec,
         shard.collector,
         duration,
@@ -58,6 +59,11 @@ def run_load(
         not_sent=shard.not_sent,
         stopped=shard.stopped,
     )
+    # What the run did to the server, for the summary (shards in child processes flush too: counted here).
+    ledger.note_requests(result.completed + result.failed, result.total_input_tokens, result.total_output_tokens)
+    if spec.flush_cache:
+        ledger.note_flush()
+    return result
 
 
 def _run_async(coro: Coroutine[Any, Any, tuple[ShardResult, float]]) -> tuple[ShardResult, float]:

@@ -66,7 +66,8 @@ class Running:
     e2e: Moments = field(default_factory=Moments)
     max_itl: float = 0.0
     tokens: list[int] = field(default_factory=list)
-    active: list[int] = field(default_factory=list)
+    #: Requests started minus answered per millisecond (sparse): the in-flight peak without the records.
+    flight: dict[int, int] = field(default_factory=dict)
 
     def add(self, r: RequestRecord) -> None:
         if not r.success:
@@ -87,8 +88,8 @@ class Running:
         for gap in r.itl:
             t += gap
             _bump(self.tokens, t)
-        for second in range(max(0, int(r.start)), int(r.start + r.e2e) + 1):
-            _bump(self.active, second)
+        _step(self.flight, r.start, 1)
+        _step(self.flight, r.start + r.e2e, -1)
 
     def merge(self, other: Running, shift_s: float) -> None:
         self.completed += other.completed
@@ -100,9 +101,10 @@ class Running:
             mine.merge(theirs)
         self.max_itl = max(self.max_itl, other.max_itl)
         offset = max(0, round(shift_s))
-        for mine_b, theirs_b in ((self.tokens, other.tokens), (self.active, other.active)):
-            for second, count in enumerate(theirs_b):
-                _bump(mine_b, second + offset, count)
+        for second, count in enumerate(other.tokens):
+            _bump(self.tokens, second + offset, count)
+        for ms, step in other.flight.items():
+            _step(self.flight, ms / 1000 + shift_s, step)
 
     def metrics(self, duration: float, sample: list[RequestRecord]) -> dict[str, Any]:
         """bench_serving's keys: exact figures from the running totals, percentiles from ``sample``."""
@@ -135,7 +137,7 @@ class Running:
         out["max_itl_ms"] = self.max_itl * 1000
         out["concurrency"] = _rate(self.e2e.mean * self.e2e.n, dur)
         out["max_output_tokens_per_s"] = float(max(self.tokens, default=0))
-        out["max_concurrent_requests"] = max(self.active, default=0)
+        out["max_concurrent_requests"] = _flight_peak(self.flight)
         return out
 
 
@@ -144,6 +146,20 @@ def _bump(buckets: list[int], t: float, count: int = 1) -> None:
     if second >= len(buckets):
         buckets.extend([0] * (second + 1 - len(buckets)))
     buckets[second] += count
+
+
+def _step(flight: dict[int, int], t: float, step: int) -> None:
+    ms = round(t * 1000)
+    flight[ms] = flight.get(ms, 0) + step
+
+
+def _flight_peak(flight: dict[int, int]) -> int:
+    """The most requests in flight at one millisecond (a start and an end in one millisecond net out)."""
+    peak = current = 0
+    for ms in sorted(flight):
+        current += flight[ms]
+        peak = max(peak, current)
+    return peak
 
 
 def _rate(amount: float, duration: float) -> float:

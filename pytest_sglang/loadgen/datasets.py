@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.files import DEFAULT_CAP, read_capped_text
 from pytest_sglang.loadgen.spec import MAX_LEN, LoadSpec, dataset_parts
 
 #: Rough characters per token for text prompts when no tokenizer is at hand (the server's own
 #: ``prompt_tokens`` replaces the estimate once a request completes).
 CHARS_PER_TOKEN = 4
 _SHAREGPT_FIX = 'give a ShareGPT JSON list of {"conversations": [{"from": "human", "value": ...}, ...]}'
+#: Largest dataset file read (ShareGPT V3, the largest in common use, is 0.6 GB: cut it to the prompts used).
+MAX_DATASET_BYTES = DEFAULT_CAP
 _JSONL_FIX = 'write one object per line, e.g. {"prompt": "Hello", "output_len": 64}'
 
 
@@ -97,14 +100,10 @@ def _load_error(path: Path, problem: str, fix: str) -> ConfigError:
 
 
 def _read_text(path: Path, kind: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise _load_error(
-            path,
-            f"cannot read the {kind} file ({exc.strerror or exc})",
-            f"give an existing {kind} file, e.g. --dataset {kind}:data.json",
-        ) from None
+    # Capped: the whole file is parsed into prompts held for the load (a 2.7 GB file reached MemoryError).
+    return read_capped_text(path, option="dataset", cap=MAX_DATASET_BYTES,
+                            fix=f"give an existing {kind} file, e.g. --dataset {kind}:data.json",
+                            too_large_fix="keep the prompts the load uses, e.g. jq '.[:5000]' for ShareGPT")
 
 
 def _read_sharegpt(path: Path) -> list[tuple[str, int | None]]:

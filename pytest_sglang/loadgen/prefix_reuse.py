@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_sglang import ledger
 from pytest_sglang.errors import SGLangError
 from pytest_sglang.gates.base import fmt
 from pytest_sglang.redaction import clean_text
@@ -138,6 +139,7 @@ def run_prefix_reuse(server: SGLangServer, *, device_tokens: int, host_tokens: i
 
     prefixes, prefix_len = reuse_workload(device_tokens, host_tokens, max_input)
     with server.client(timeout=httpx.Timeout(600.0, connect=10.0)) as client:
+        ledger.note_flush()
         client.post("/flush_cache")
         first = _run_pass(client, prefixes, prefix_len, 0)
         before = load_back_total(server)

@@ -26,9 +26,12 @@ ERROR_KINDS = {
 MAX_ERROR_CHARS = 500
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestRecord:
     """One request's outcome and timings, in seconds.
+
+    Slots, not a ``__dict__``: a load keeps up to ``max_records`` of these, and the dict was most of
+    a record's size (the ``load`` command at 20,000 requests held 1.63x the memory of 200).
 
     ``start`` is measured from the start of the run on a clock common to all client processes.
     Definitions are SGLang bench_serving's (see :mod:`pytest_sglang.loadgen.stats`).

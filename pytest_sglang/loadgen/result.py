@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pytest_sglang.loadgen.collect import Collector
+from pytest_sglang.loadgen.intervals import MAX_SAMPLES, Samples, thin
 from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.spec import LoadSpec
 from pytest_sglang.loadgen.stats import calculate_metrics, error_counts
@@ -135,6 +136,17 @@ class LoadResult:
             **collector.metrics(duration),
         )
 
+    def __repr__(self) -> str:
+        """One line with the figures people look at first (the full set is :meth:`to_dict`); no URL."""
+        spec = self.spec
+        shape = f"{spec.requests} requests c={spec.concurrency if spec.concurrency is not None else 'inf'}"
+        if spec.request_rate is not None:
+            shape += f" rate={spec.request_rate:g}/s"
+        failed = f" failed={self.failed}" if self.failed else ""
+        return (f"<LoadResult {shape} {spec.input_len}+{spec.output_len} tok: completed={self.completed}{failed} "
+                f"output={self.output_throughput:,.1f} tok/s ttft_p50={self.median_ttft_ms:,.1f} ms "
+                f"ttft_p99={self.p99_ttft_ms:,.1f} ms itl_p99={self.p99_itl_ms:,.1f} ms in {self.duration:.2f} s>")
+
     @property
     def total(self) -> int:
         """Requests the spec asked for that this result accounts for (sent or not)."""
@@ -171,6 +183,20 @@ class LoadResult:
             "counts, means, std, max ITL and throughput from every request"
         )
 
+    def samples(self, limit: int = MAX_SAMPLES) -> Samples:
+        """Per-request samples for intervals (:mod:`.intervals`): at most ``limit`` of each, deterministic.
+
+        Requests are thinned evenly by index (TTFT, e2e and output length stay paired); ITLs, a
+        token-level sample of their own, evenly in sorted order.
+        """
+        ok = [r for r in self.records if r.success]
+        if len(ok) > limit:
+            step = (len(ok) - 1) / (limit - 1)
+            ok = [ok[round(i * step)] for i in range(limit)]
+        itl = thin([gap * 1000 for r in self.records if r.success for gap in r.itl], limit)
+        return Samples(tuple(r.ttft * 1000 for r in ok), tuple(r.e2e * 1000 for r in ok),
+                       tuple(float(r.output_len) for r in ok), tuple(itl))
+
     def metrics(self) -> dict[str, Any]:
         """Only the bench_serving metric keys."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _CONTEXT}
@@ -195,6 +221,8 @@ class LoadResult:
             "first_failures": dict(self.first_failures),
             "refused_from_s": self.refused_from_s,
             "spec": self.spec.to_dict(),
+            # Bounded per-request samples: what a baseline comparison needs for its interval.
+            "samples": self.samples().to_dict(),
         }
         if records:
             out["records"] = [r.to_dict() for r in self.records]

@@ -10,6 +10,8 @@ import re
 
 import httpx
 
+from pytest_sglang.sglang import metrics_text
+
 #: Bytes of a /metrics page read (a real one is tens of KB; a hostile one could be endless).
 MAX_METRICS_BYTES = 4 * 1024 * 1024
 GAUGES = {"sglang:num_running_reqs": "sum", "sglang:num_queue_reqs": "sum", "sglang:token_usage": "max"}
@@ -22,13 +24,14 @@ REQUESTS_TOTAL = "sglang:num_requests_total"
 CACHED_TOKENS_TOTAL = "sglang:cached_tokens_total"
 #: Prompt tokens received.
 PROMPT_TOKENS_TOTAL = "sglang:prompt_tokens_total"
-_LINE = re.compile(r"^(sglang:[a-z_]+)(?:\{[^}]*\})?\s+([-+0-9.eEinfNa]+)", re.MULTILINE)
+_LINE = re.compile(r"^(sglang[:_][a-z_]+)(?:\{[^}]*\})?\s+([-+0-9.eEinfNa]+)", re.MULTILINE)
 
 
 def parse_gauges(text: str) -> dict[str, float]:
     """Aggregate the gauges in :data:`GAUGES` from Prometheus text."""
     out: dict[str, float] = {}
-    for name, raw in _LINE.findall(text):
+    for spelt, raw in _LINE.findall(text):
+        name = metrics_text.canonical(spelt)  # sglang_num_running_reqs is the same gauge
         how = GAUGES.get(name)
         if how is None:
             continue

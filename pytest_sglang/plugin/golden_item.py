@@ -83,6 +83,9 @@ def add_golden_item(session: pytest.Session, items: list[pytest.Item], settings:
 
     path = settings.sglang_golden
     assert path is not None
+    # Like an ini path: a relative one not found here is looked for under the rootdir.
+    if not Path(path).is_absolute() and not Path(path).exists() and (session.config.rootpath / path).exists():
+        path = str(session.config.rootpath / path)
     loaded: dict[str, Any] | ConfigError
     try:
         loaded = load_golden(path)

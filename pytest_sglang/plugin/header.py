@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from pytest_sglang import redaction
+from pytest_sglang.plugin.launch_config import check_gateway, check_launch
 from pytest_sglang.plugin.settings import Settings
 from pytest_sglang.plugin.xdist import is_worker
 
@@ -25,18 +28,39 @@ def _mode_lines(settings: Settings) -> list[str]:
         return ["sglang: no server configured (--sglang-url URL or --sglang-launch ARGS)"]
     from pytest_sglang.sglang.args import display_launch  # lazy: only runs that launch read SGLang's flags
 
-    # Masked as SGLang will read the args (--api-ke K, --api-key=K), the command's own flags included.
-    args = " ".join(display_launch(settings.launch_args or (), settings.sglang_command or ()))
+    # Masked as SGLang will read the args (--api-ke K, --api-key=K), the command's own flags included;
+    # shell-quoted, so that one argument holding spaces (quotes in an ini value) shows as one.
+    from pytest_sglang.sglang.gateway_args import display_gateway_argv
+
+    args = _joined(display_launch(settings.launch_args or (), settings.sglang_command or ()))
     log_dir = settings.sglang_log_dir or "<pytest basetemp>/sglang-logs"
+    unknown = [f"sglang: warning: {line}" for line in _unknown_flags(settings)]
     if settings.fleet:
         gateway = " ".join(settings.sglang_gateway_command or ("smg launch (else sglang_router)",))
         workers = (f"workers={settings.sglang_workers}" if settings.sglang_workers is not None else
                    f"prefill={settings.sglang_prefill or 0} decode={settings.sglang_decode or 0}")
+        gateway_args = _joined(display_gateway_argv(settings.sglang_gateway or ()))
         return [f"sglang: mode=launch runner={settings.runner} {workers} gateway={gateway} "
                 "url=(free ports picked at start)", f"sglang: launch args (each worker): {args}",
-                f"sglang: server logs in {log_dir}"]
+                *([f"sglang: gateway args: {gateway_args}"] if settings.sglang_gateway else []),
+                f"sglang: server logs in {log_dir}", *unknown]
     return [f"sglang: mode=launch runner={settings.runner} url=(free port picked at start)",
-            f"sglang: launch args: {args}", f"sglang: server logs in {log_dir}"]
+            f"sglang: launch args: {args}", f"sglang: server logs in {log_dir}", *unknown]
+
+
+def _joined(argv: list[str]) -> str:
+    """The argv as one line; an argument holding spaces (or nothing) is quoted, so it shows as one."""
+    return " ".join(shlex.quote(a) if not a or any(c.isspace() for c in a) else a for a in argv)
+
+
+def _unknown_flags(settings: Settings) -> list[str]:
+    """Flags the recorded tables do not know (a newer SGLang or gateway): kept, and said here."""
+    lines: list[str] = []
+    for argv in (settings.launch_args, settings.sglang_prefill_launch, settings.sglang_decode_launch):
+        lines += check_launch(list(argv or ()))
+    if settings.fleet and settings.sglang_gateway:
+        lines += check_gateway(list(settings.sglang_gateway))
+    return list(dict.fromkeys(lines))
 
 
 def kill_leftovers_text() -> str:

@@ -18,7 +18,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 import pytest
 
-from pytest_sglang.plugin import markers, settings
+from pytest_sglang.plugin import markers, results, settings
 from pytest_sglang.plugin.fixtures import (  # noqa: F401  (fixtures are found by name on the plugin module)
     sglang_client,
     sglang_fleet,
@@ -99,8 +99,6 @@ def pytest_configure(config: pytest.Config) -> None:
     _register_secrets(resolved)
     config.stash[SETTINGS_KEY] = resolved
     markers.register(config)
-    if resolved.sglang_kill:
-        _kill_and_exit(config)
     if config.getoption("collectonly"):
         return  # --collect-only starts nothing and writes no report
     handed = worker_input(config)
@@ -121,9 +119,15 @@ def _check_output_paths(resolved: settings.Settings) -> None:
 
 def _register_pool(config: pytest.Config, resolved: settings.Settings) -> None:
     """The server pool, the report session and (on an xdist controller) the hand-over to workers."""
+    from pytest_sglang import ledger
     from pytest_sglang.plugin.pool import ServerPool
     from pytest_sglang.plugin.report_session import ReportSession
 
+    ledger.reset()  # the summary counts what this run sent (an in-process pytester run starts afresh)
+    if resolved.sglang_suggest_floors:
+        from pytest_sglang.plugin.floors import FLOORS_KEY, FloorSuggestions
+
+        config.stash[FLOORS_KEY] = FloorSuggestions()
     handed = worker_input(config)
     session = ReportSession(config, resolved)  # first: a bad baseline is a usage error before any work
     pool = ServerPool(config, resolved, worker_input=handed)
@@ -141,11 +145,18 @@ def _register_pool(config: pytest.Config, resolved: settings.Settings) -> None:
         config.pluginmanager.register(XdistHooks(pool), "sglang-xdist")
 
 
-def _kill_and_exit(config: pytest.Config) -> None:
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """``--sglang-kill`` stops the leftovers and ends the run here: no session, no tests.
+
+    Ending it from ``pytest_configure`` with ``pytest.exit`` made pytest print ``_pytest.outcomes.Exit``.
+    """
+    if not resolve_settings(config).sglang_kill:
+        return None
     from pytest_sglang.plugin.header import kill_leftovers_text
 
-    config.get_terminal_writer().line(kill_leftovers_text())
-    pytest.exit("pytest-sglang: --sglang-kill finished; no tests were run", returncode=0)
+    print(kill_leftovers_text(), flush=True)
+    return int(pytest.ExitCode.OK)
 
 
 def _install_sigterm(config: pytest.Config) -> None:
@@ -172,6 +183,42 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         signal.signal(signal.SIGTERM, previous)
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
+    resolved = config.stash.get(SETTINGS_KEY, None)
+    if resolved is None or resolved.mode is None or is_worker(config):
+        return
+    from pytest_sglang.plugin.first_run import next_steps, what_was_done
+
+    done = what_was_done()
+    if done is not None:
+        terminalreporter.write_line(done)
+    if resolved.sglang_suggest_floors:
+        _suggested_floors(terminalreporter, config, resolved)
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:  # a first run: say what to run next
+        for line in next_steps(resolved):
+            terminalreporter.write_line(line)
+
+
+def _suggested_floors(terminalreporter: pytest.TerminalReporter, config: pytest.Config,
+                      resolved: settings.Settings) -> None:
+    from pathlib import Path
+
+    from pytest_sglang.plugin.floors import FLOORS_KEY
+
+    suggestions = config.stash.get(FLOORS_KEY, None)
+    if suggestions is None:
+        return
+    for line in suggestions.lines():
+        terminalreporter.write_line(line)
+    if suggestions.tests:
+        try:
+            path = suggestions.write(resolved, Path(config.invocation_params.dir))
+        except OSError as exc:
+            terminalreporter.write_line(f"sglang: could not write the suggested floors: {exc.strerror}", red=True)
+        else:
+            terminalreporter.write_line(f"sglang suggested floors JSON: {path}")
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     resolved = config.stash.get(SETTINGS_KEY, None)
     if resolved is None:
@@ -194,6 +241,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    # One mask for every writer of user_properties (JUnit names included), before any of them reads them.
+    report.user_properties = results.mask_properties(report.user_properties)
     if call.excinfo is None or POOL_KEY not in item.config.stash:
         return report  # no pool: no server start can have failed
     from pytest_sglang.plugin.pool import ServerStartFailed

@@ -74,6 +74,7 @@ class LoadRunner:
         elif fields:
             raise TypeError("sglang_load(): give either a LoadSpec or LoadSpec fields, not both")
         target = server if server is not None else self.server
+        self._require_consent(target, spec)
         spec = spec.with_timeouts(self.request_timeout_s, self.load_timeout_s)
         with self.lock():
             result = run_load(target.url, spec, api_key=target.api_key)
@@ -81,6 +82,16 @@ class LoadRunner:
         payload = redaction.scrub_payload(result.to_dict(records=self.records))
         self.item.user_properties.append(("sglang_load", json.dumps(payload)))
         return result
+
+    def _require_consent(self, target: SGLangServer, spec: LoadSpec) -> None:
+        """An attached server's owner consents to a flush or a heavy load (else skip, or fail if strict)."""
+        __tracebackhide__ = True
+        from pytest_sglang.plugin.consent import heavy_load, require
+        from pytest_sglang.plugin.keys import SETTINGS_KEY
+
+        settings = self.item.config.stash.get(SETTINGS_KEY, None)
+        why = heavy_load(spec, settings.sglang_heavy_load) if settings is not None else None
+        require(self.item.config, target, [why] if why else [])
 
 
 def _spec(fields: Mapping[str, object]) -> LoadSpec:

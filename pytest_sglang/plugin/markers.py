@@ -15,6 +15,7 @@ with the message of the matching ``assert_*`` helper). Every outcome and load re
 from __future__ import annotations
 
 import difflib
+import inspect
 from typing import TYPE_CHECKING
 
 import pytest
@@ -26,6 +27,9 @@ from pytest_sglang.plugin.keys import RESULTS_KEY
 if TYPE_CHECKING:
     from pytest_sglang.gates.base import GateOutcome
     from pytest_sglang.plugin.results import GateResults
+    from pytest_sglang.plugin.settings import Settings
+    from pytest_sglang.server import SGLangServer
+    from pytest_sglang.sglang.args import LaunchArgs
 
 # Registration runs in every pytest run; what measuring and judging need (redaction, the results,
 # the load runner, the keyword checks) is imported inside the functions that only gate-marked tests reach.
@@ -97,9 +101,46 @@ def validate_items(items: list[pytest.Item], *, usage_error: bool = True) -> Non
                 gate_marks(item) or _PROBLEM_KEY in item.stash):
             # Only gate-marked tests get the measuring fixture (an autouse one would cost every test).
             names.insert(0, "_sglang_markers")
+    _check_launch_needs(items, problems)
     if problems and usage_error:
         lines = [f"{nodeid}: {problem}" for problem, nodeid in problems.items()]
         raise pytest.UsageError("invalid pytest-sglang marker:\n" + "\n".join(lines) + f"\nSee {DOCS_URL}")
+
+
+def _check_launch_needs(items: list[pytest.Item], problems: dict[str, str]) -> None:
+    """When the plugin launches: what each marker needs from the launch (``--enable-metrics``), before any start."""
+    from pytest_sglang.plugin.keys import SETTINGS_KEY
+
+    marked = [(item, mark) for item in items for mark in gate_marks(item) if _PROBLEM_KEY not in item.stash
+              and GATES_BY_MARKER[mark.name].needs]
+    settings = items[0].config.stash.get(SETTINGS_KEY, None) if marked else None
+    if settings is None or settings.mode != "launch":
+        return
+    from pytest_sglang.gates.requirements import active_needs, turn_off, unmet_in_launch
+
+    roles = _launch_roles(settings)
+    for item, mark in marked:
+        gate = GATES_BY_MARKER[mark.name]
+        unmet = unmet_in_launch(active_needs(gate, mark.kwargs), roles)
+        for need in dict.fromkeys(u.need for u in unmet):
+            where = " and ".join(u.where for u in unmet if u.need == need)
+            off = turn_off(gate, need)
+            problem = (f"@pytest.mark.{mark.name} needs {need.flag} in {where}: {need.why}. Without it the run "
+                       f"would start every server and only then fail. Fix: add {need.flag} to --sglang-launch"
+                       + (f" (or {off} in the marker)" if off else ""))
+            problems.setdefault(problem, item.nodeid)
+            item.stash[_PROBLEM_KEY] = f"invalid pytest-sglang marker: {problem}\nSee {DOCS_URL}"
+
+
+def _launch_roles(settings: Settings) -> dict[str, LaunchArgs]:
+    """Each worker role's launch args as SGLang will read them (the command's own flags included)."""
+    from pytest_sglang.sglang.args import command_flags, parse_launch_args
+
+    base = [*command_flags(settings.sglang_command or ()), *(settings.launch_args or ())]
+    if settings.sglang_prefill or settings.sglang_decode:
+        return {role: parse_launch_args([*base, *(extra or ())]) for role, extra in
+                (("prefill", settings.sglang_prefill_launch), ("decode", settings.sglang_decode_launch))}
+    return {"worker" if settings.fleet else "server": parse_launch_args(base)}
 
 
 # ---- measurement (setup) and judgement (call) -----------------------------------------------------
@@ -124,23 +165,67 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
     from pytest_sglang.plugin.pool import terminal_write
     from pytest_sglang.plugin.results import record
 
-    runner = load_runner(request, server)
     settings = request.config.stash.get(SETTINGS_KEY, None)
+    if settings is not None:  # an attached server's owner consents to cache flushes and heavy loads
+        _require_consent(request, server, marks, settings.sglang_heavy_load)
+    runner = load_runner(request, server)
     ctx = GateContext(server=server, load=runner, factory=request.getfixturevalue("sglang_server_factory"),
                       nodeid=request.node.nodeid, eval_data=settings.sglang_eval_data if settings else None,
                       write=terminal_write(request.config, visible=True),
                       request_timeout_s=settings.sglang_request_timeout if settings else None,
                       load_timeout_s=settings.sglang_load_timeout if settings else None,
                       pd_reference_url=settings.sglang_pd_reference_url if settings else None)
+    suggest = settings is not None and settings.sglang_suggest_floors
     for mark in marks:
+        unmet = _unmet_on_attached(server, mark)
+        if unmet is not None:  # the gate would check nothing, or fail only after its load
+            record(request.node, unmet)
+            continue
         try:
-            outcome = GATES_BY_MARKER[mark.name].load()(ctx, **mark.kwargs)
+            if suggest and mark.name in ("sglang_throughput",):  # measure-only: see plugin/floors.py
+                outcome = _measure_only(request, mark, ctx)
+            else:
+                outcome = GATES_BY_MARKER[mark.name].load()(ctx, **mark.kwargs)
         except GateNotApplicable as exc:
             pytest.skip(str(exc))
         except SGLangError as exc:
             text = f"@pytest.mark.{mark.name} could not measure: {type(exc).__name__}: {exc}"
             pytest.fail(redaction.scrub(text), pytrace=False)
         record(request.node, outcome)
+
+
+def _unmet_on_attached(server: SGLangServer, mark: pytest.Mark) -> GateOutcome | None:
+    """An attached server's ``/server_info`` against the marker's needs: a failed outcome, or None when met."""
+    if server.mode != "attach":  # a launch was checked at collection, from its args
+        return None
+    from pytest_sglang.gates.requirements import active_needs, outcome_for, unmet_on_server
+
+    needs = active_needs(GATES_BY_MARKER[mark.name], mark.kwargs)
+    unmet = unmet_on_server(needs, server) if needs else []
+    return outcome_for(mark.name, unmet, "launch the server with {flag}") if unmet else None
+
+
+def _measure_only(request: pytest.FixtureRequest, mark: pytest.Mark, ctx: GateContext) -> GateOutcome:
+    """Run the marker's load without its floors; keep what its loads measured for the suggestions."""
+    from pytest_sglang.plugin.floors import FLOORS_KEY, measure_only
+    from pytest_sglang.plugin.results import results_of
+
+    loads = results_of(request.node).loads
+    before = len(loads)
+    outcome = GATES_BY_MARKER[mark.name].load()(ctx, **measure_only(mark.kwargs))
+    suggestions = request.config.stash.get(FLOORS_KEY, None)
+    if suggestions is not None:
+        suggestions.add(request.node.nodeid, mark.name, mark.kwargs, loads[before:])
+    return outcome
+
+
+def _require_consent(request: pytest.FixtureRequest, server: SGLangServer, marks: list[pytest.Mark],
+                     heavy_limit: int) -> None:
+    from pytest_sglang.plugin import consent
+
+    actions = [a for m in marks for a in consent.disruptions_of_marker(
+        m.name, m.kwargs, inspect.signature(GATES_BY_MARKER[m.name].load()), heavy_limit)]
+    consent.require(request.config, server, actions)
 
 
 def assert_gates(item: pytest.Item) -> None:

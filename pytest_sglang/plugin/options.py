@@ -16,6 +16,7 @@ from pytest_sglang import defaults
 from pytest_sglang.plugin.values import (
     _as_is,
     hide_env_value,
+    hide_gateway_secrets,
     hide_launch_secrets,
     hide_url_credentials,
     parse_args,
@@ -24,6 +25,7 @@ from pytest_sglang.plugin.values import (
     parse_docker_memory,
     parse_env_pair,
     parse_fraction,
+    parse_gateway,
     parse_gpus,
     parse_launch,
     parse_nonnegative_float,
@@ -179,7 +181,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("sglang_workers", "launch N identical SGLang workers and SGLang's gateway in front of them",
            parse=parse_positive_int, metavar="N", number=True, scope="launch", default_text="1, no gateway"),
     Option("sglang_gateway", "gateway arguments (shlex-split), e.g. \"--policy cache_aware\"",
-           parse=parse_args, metavar="ARGS", show=hide_launch_secrets, scope="launch"),
+           parse=parse_gateway, metavar="ARGS", show=hide_gateway_secrets, scope="launch"),
     Option("sglang_gateway_command", "the gateway command (shlex-split)", parse=parse_args, metavar="CMD",
            show=hide_launch_secrets, scope="launch",
            default_text="'smg launch' when smg is installed, else 'python -m sglang_router.launch_router'"),
@@ -215,6 +217,11 @@ OPTIONS: tuple[Option, ...] = (
            parse=parse_positive_int, default=defaults.ACCEPTANCE_CONCURRENCY, metavar="N", number=True),
     Option("sglang_acceptance_disconnect_timeout", "seconds a disconnected stream may hold its slot",
            parse=parse_positive_float, default=defaults.ACCEPTANCE_DISCONNECT_TIMEOUT_S, metavar="S", number=True),
+    Option("sglang_acceptance_check_timeout", "seconds one acceptance check may take in all (it stops at its "
+           "first stalled request)", parse=parse_positive_float, default=defaults.ACCEPTANCE_CHECK_TIMEOUT_S,
+           metavar="S", number=True),
+    Option("sglang_acceptance_timeout", "seconds the whole acceptance suite may take (later checks fail at once)",
+           parse=parse_positive_float, default=defaults.ACCEPTANCE_SUITE_TIMEOUT_S, metavar="S", number=True),
     # accuracy and golden outputs
     Option("sglang_eval_data", "local dataset file for the gsm8k/mmlu accuracy tasks", metavar="PATH",
            default_text="the Hugging Face hub, when reachable"),
@@ -237,6 +244,17 @@ OPTIONS: tuple[Option, ...] = (
     Option("sglang_baseline_strict", "fail (not warn) when the baseline ran on another setup or workload",
            parse=parse_bool, kind="flag", default=False),
     Option("sglang_html", "write a self-contained HTML report to PATH", metavar="PATH"),
+    # consent: what an attached server (not launched by this run) may have done to it
+    Option("sglang_allow_disruptive", "allow checks that disturb an attached server (cache flushes, loads above "
+           "--sglang-heavy-load); launched servers need no consent",
+           parse=parse_bool, kind="flag", default=False),
+    Option("sglang_heavy_load", "tokens (requests x (input_len + output_len)) above which a load on an attached "
+           "server is disruptive", parse=parse_positive_int, default=defaults.HEAVY_LOAD_TOKENS, metavar="TOKENS",
+           number=True),
+    Option("sglang_strict", "fail (not skip) a check that cannot run without consent (--sglang-allow-disruptive)",
+           parse=parse_bool, kind="flag", default=False),
+    Option("sglang_suggest_floors", "run the sglang_throughput markers measure-only and print (and write as JSON) "
+           "the floors that would hold, with a 50% margin", parse=parse_bool, kind="flag", default=False),
 )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -239,7 +240,8 @@ class ServerPool:
                          decode_args=settings.sglang_decode_launch or ())
         write = terminal_write(self.config)
         with _terminal_visible(self.config):
-            server = launch_fleet(config, spec, FleetProgress(write, spec.total) if write is not None else None)
+            progress = FleetProgress(write, spec.total, tty=writes_to_tty(self.config)) if write is not None else None
+            server = launch_fleet(config, spec, progress)
             assert server.fleet is not None
             self._say(f"sglang: fleet serving at {server.url}: {server.fleet.describe()}, "
                       f"gateway log {server.log_path}")
@@ -304,8 +306,7 @@ class ServerPool:
             try:
                 server.stop()
             except Exception as exc:  # keep stopping the others; say what happened
-                writer = self.config.get_terminal_writer()
-                writer.line(f"sglang: stopping {server.url} failed: {_describe(exc)}")
+                _write_line(self.config, f"sglang: stopping {server.url} failed: {_describe(exc)}")
         if self.worker_input is None and self._lock_path is not None:
             Path(self._lock_path).unlink(missing_ok=True)
 
@@ -314,7 +315,16 @@ class ServerPool:
         from pytest_sglang.server.cleanup import reap_leftovers_once
 
         for line in reap_leftovers_once(docker=self.settings.runner == "docker"):
-            self.config.get_terminal_writer().line(f"sglang: earlier run left a server behind: {line}")
+            _write_line(self.config, f"sglang: earlier run left a server behind: {line}")
+
+
+def _write_line(config: pytest.Config, line: str) -> None:
+    """A line of its own even in the middle of pytest's progress dots (the reporter ends that line first)."""
+    reporter: pytest.TerminalReporter | None = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(redaction.scrub(line))
+    else:
+        config.get_terminal_writer().line(redaction.scrub(line))
 
 
 def terminal_write(config: pytest.Config, *, visible: bool = False) -> Callable[[str], None] | None:
@@ -343,7 +353,13 @@ def _progress_sink(config: pytest.Config) -> TerminalProgress | None:
         return None
     from pytest_sglang.server.progress import TerminalProgress
 
-    return TerminalProgress(write)
+    return TerminalProgress(write, tty=writes_to_tty(config))
+
+
+def writes_to_tty(config: pytest.Config) -> bool:
+    """Whether pytest's output is a terminal; a CI log (file or pipe) gets one start-up line per phase."""
+    with _terminal_visible(config):  # captured, sys.stdout is pytest's capture file, never a tty
+        return sys.stdout.isatty()
 
 
 @contextlib.contextmanager

@@ -53,10 +53,16 @@ class ReportSession:
         self.interrupted = False
         self._started = time.monotonic()
         self._start_record: TestRecord | None = None
+        #: Where the JSON report goes when --sglang-report is not given (the smoke suite's baseline).
+        self._default_report: str | None = None
         # Parse at the boundary: a bad limit or baseline path is a usage error before any launch.
         self.baseline: BaselineContext | None = None
         if settings.sglang_baseline or settings.sglang_max_regression:
             self.baseline = _open_baseline(settings)
+        if settings.sglang_max_regression and not settings.sglang_baseline:
+            # Not an error (an ini file may set the limit for runs that have a baseline), but never silent.
+            self.notes.append(f"--sglang-max-regression {settings.sglang_max_regression} has no baseline: nothing "
+                              "was compared (give --sglang-baseline PATH, a JSON report of an earlier run)")
         config.stash[SESSION_KEY] = self
 
     @property
@@ -64,6 +70,13 @@ class ReportSession:
         return is_worker(self.config)
 
     # -- called by the plugin -------------------------------------------------------------
+    def default_report(self, path: str) -> None:
+        """Write the JSON report to ``path`` unless ``--sglang-report`` names another one.
+
+        Only after a run that passed: a failed run must not replace a good baseline.
+        """
+        self._default_report = path
+
     def server_started(self, server: SGLangServer, runner: str | None = None) -> ServerIdentity:
         """Record the server's identity (``runner`` overrides an xdist worker's "attach" view)."""
         from pytest_sglang.report.identity import identify
@@ -79,8 +92,10 @@ class ReportSession:
     def server_failed(self, error: BaseException) -> None:
         """The server could not start: the start itself is a failed record."""
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        outcome = GateOutcome("startup", [compare("startup", "ready", False, "==", True, source="log",
-                                                  detail=first[:300])])
+        # Attached, nothing was started: the record says the server could not be reached or used.
+        gate, metric, source = (("attach", "reachable", "probes") if self.settings.mode == "attach"
+                                else ("startup", "ready", "log"))
+        outcome = GateOutcome(gate, [compare(gate, metric, False, "==", True, source=source, detail=first[:300])])
         self._start_record = TestRecord(START_NODEID, outcome="error", message=first[:300], gates=[outcome])
 
     def baseline_outcome(self, nodeid: str, loads: Sequence[dict[str, Any]],
@@ -107,14 +122,15 @@ class ReportSession:
         if md_path is None and os.environ.get("GITHUB_STEP_SUMMARY") and self.has_content():
             # The job's shared step summary gets a section only from runs that measured something.
             md_path, append = os.environ["GITHUB_STEP_SUMMARY"], True
-        if not (s.sglang_report or md_path or s.sglang_html):
+        json_path = s.sglang_report or (self._default_report if exitstatus == pytest.ExitCode.OK else None)
+        if not (json_path or md_path or s.sglang_html):
             return  # nothing to write: the renderers are not even imported
         report = self.build(int(exitstatus))
-        if s.sglang_report:
+        if json_path:
             from pytest_sglang.report import json_report
 
             requests = s.sglang_report_requests
-            self._write("JSON", s.sglang_report, lambda p: json_report.write_json(report, p, requests=requests))
+            self._write("JSON", json_path, lambda p: json_report.write_json(report, p, requests=requests))
         if md_path:
             from pytest_sglang.report import markdown
 

@@ -7,6 +7,7 @@ in JUnit XML; the report session reads them back on the controller.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,13 @@ class GateResults:
         record(self.item, outcome)
         return outcome
 
+    def __repr__(self) -> str:
+        """One line per test: its outcomes (verdicts only) and its loads (key figures)."""
+        outcomes = ", ".join(f"{o.gate} {'ok' if o.passed else 'FAILED'}" for o in self.outcomes) or "none"
+        loads = "; ".join(f"{r.completed} ok at {r.output_throughput:,.1f} tok/s" for r in self.loads[-3:])
+        more = f" (last 3 of {len(self.loads)})" if len(self.loads) > 3 else ""
+        return f"<GateResults outcomes: {outcomes}; loads: {loads or 'none'}{more}>"
+
     def __getitem__(self, gate: str) -> GateOutcome:
         """The outcome of ``gate`` ("throughput" or "sglang_throughput")."""
         name = gate.removeprefix("sglang_")
@@ -70,6 +78,16 @@ def results_of(item: pytest.Item) -> GateResults:
     if results is None:
         results = item.stash[RESULTS_KEY] = GateResults(item=item)
     return results
+
+
+def mask_properties(properties: Sequence[tuple[str, object]]) -> list[tuple[str, object]]:
+    """``user_properties`` with names and text values through :func:`redaction.mask`.
+
+    The JUnit writer, xdist and the JSON/HTML reports all read them; a worker URL's password once
+    reached JUnit property names.
+    """
+    return [(redaction.mask(str(name)), redaction.mask(value) if isinstance(value, str) else value)
+            for name, value in properties]
 
 
 def record(item: pytest.Item, outcome: GateOutcome) -> None:

@@ -103,6 +103,8 @@ class Settings:
     sglang_acceptance_max_kl: float
     sglang_acceptance_concurrency: int
     sglang_acceptance_disconnect_timeout: float
+    sglang_acceptance_check_timeout: float
+    sglang_acceptance_timeout: float
     sglang_eval_data: str | None
     sglang_golden: str | None
     sglang_golden_min_match: float
@@ -114,6 +116,10 @@ class Settings:
     sglang_max_regression: str | None
     sglang_baseline_strict: bool
     sglang_html: str | None
+    sglang_allow_disruptive: bool
+    sglang_heavy_load: int
+    sglang_strict: bool
+    sglang_suggest_floors: bool
     #: Where each non-default value came from ("cli", "env PYTEST_SGLANG_URL", "ini").
     sources: Mapping[str, str] = field(default_factory=dict)
     #: For the report header: settings that lost to another one, or that do not act in this run.

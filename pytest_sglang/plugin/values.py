@@ -107,9 +107,18 @@ def parse_launch(text: str) -> list[str]:
         raise ValueError("is empty: give launch_server args, e.g. --model-path Qwen/Qwen3-0.6B")
     argv = parse_args(text)
     # Imported here: only runs that launch pay for SGLang's flag table.
-    from pytest_sglang.sglang.args import parse_launch_args
+    from pytest_sglang.plugin.launch_config import check_launch
 
-    parse_launch_args(argv)
+    check_launch(argv)  # typos (--tp-szie) refused here, before anything starts
+    return argv
+
+
+def parse_gateway(text: str) -> list[str]:
+    """shlex-split gateway args, read by the recorded gateways' parsers (typos refused, keys registered)."""
+    argv = parse_args(text)
+    from pytest_sglang.plugin.launch_config import check_gateway
+
+    check_gateway(argv)
     return argv
 
 
@@ -140,6 +149,17 @@ def hide_launch_secrets(text: str) -> str:
     from pytest_sglang.sglang.args import display_text  # only when such a value is shown
 
     return display_text(text)
+
+
+def hide_gateway_secrets(text: str) -> str:
+    """Gateway args with every credential masked as smg or sglang-router would read them (``--oracle-pass P``)."""
+    from pytest_sglang.sglang.gateway_args import display_gateway_argv
+
+    try:
+        argv = shlex.split(text)
+    except ValueError:
+        argv = text.split()
+    return " ".join(display_gateway_argv(argv))
 
 
 def _as_is(text: str) -> str:

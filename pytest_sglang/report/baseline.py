@@ -4,9 +4,13 @@ Two kinds of figures are compared, with the same limits (``--sglang-max-regressi
 load metrics (bench_serving names, per load shape, median of repeats) and the numeric figures
 of the test's capacity/hicache gate records (e.g. ``max_total_num_tokens``: a smaller KV pool
 than the baseline's is a regression even when it still meets the marker's floor).
-A regression fails **the test that measured the metric** (the plugin calls
-:func:`baseline_outcome` in that test's call phase), with both values and the limit in the
-message. Loads with failed requests are never compared: their throughput is not a measurement.
+A load metric is judged with the noise measured in the same runs (:mod:`..loadgen.intervals`): the
+per-request samples each load stores (bootstrap) and the spread of repeated runs of one shape give a
+95% interval of the change, and a metric **regressed only when the whole interval is beyond the
+allowed regression**. A percentile from too few requests (a p99 of fewer than 100) is not compared,
+with a line saying so. A regression fails **the test that measured the metric** (the plugin calls
+:func:`baseline_outcome` in that test's call phase), with both values, the interval and the limit in
+the message. Loads with failed requests are never compared: their throughput is not a measurement.
 
 Comparing a candidate configuration with the production baseline is the promotion use: a baseline
 whose launch args, SGLang version or image differ is compared, and the failure message says what
@@ -17,16 +21,30 @@ test's load shapes) is not compared: a warning, or a failure with ``--sglang-bas
 
 from __future__ import annotations
 
+import difflib
 import json
+import math
 import re
-import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypedDict
 
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.files import read_capped
 from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
+from pytest_sglang.gates.throughput import FLOORS
+from pytest_sglang.loadgen import LoadResult
+from pytest_sglang.loadgen.intervals import (
+    CONFIDENCE,
+    Samples,
+    Side,
+    ratio_interval,
+    regression_interval,
+    reliable,
+    side,
+    unreliable_note,
+)
 from pytest_sglang.report.fingerprint import Change, changes, incomparable
 from pytest_sglang.report.records import shape_key
 
@@ -38,8 +56,23 @@ LOAD_METRICS = ("output_throughput", "request_throughput", "median_ttft_ms", "p9
 #: Gate-record figures a bare "5%" applies to (metric names of the capacity and hicache gates):
 #: deterministic for one setup, so any drop beyond the limit is a change of the setup.
 CAPACITY_METRICS = ("max_total_num_tokens", "max_running_requests", "concurrent_requests",
-                    "host_pool_tokens", "host_pool_gb_per_rank")
+                    "host_pool_tokens", "host_pool_gb_per_rank", "fleet_total_tokens")
 DEFAULT_METRICS = LOAD_METRICS + CAPACITY_METRICS
+#: Marker keywords accepted as metric names: one declared mapping to the figure each one judges
+#: (``max_ttft_ms_p99`` -> ``p99_ttft_ms``, ``min_total_tokens`` -> ``max_total_num_tokens``).
+ALIASES: dict[str, str] = {
+    **{keyword: floor[0] for keyword, floor in FLOORS.items()},
+    "min_total_tokens": "max_total_num_tokens", "min_running_requests": "max_running_requests",
+    "min_concurrent_requests": "concurrent_requests", "min_fleet_total_tokens": "fleet_total_tokens",
+    "min_context_length": "context_length",
+}
+#: Every figure a limit can name: bench_serving metrics and capacity/hicache check metrics.
+KNOWN_METRICS = frozenset(
+    {f.name for f in fields(LoadResult)} - {"spec", "url", "errors", "warmup_errors", "server_view", "records",
+                                            "not_sent", "stopped", "percentile_sample", "first_failures",
+                                            "refused_from_s"}
+) | set(CAPACITY_METRICS) | {"context_length", "host_hit_tokens", "host_device_ratio", "repeat_gain",
+                              "live_concurrent_requests", "live_completed_requests", "healthy_workers"}
 #: Gates whose records are not compared as gate figures: throughput/SLO figures are load metrics
 #: (compared per load shape, which a gate record does not carry), the comparison itself, and the
 #: start time (noise).
@@ -72,8 +105,22 @@ def parse_limits(text: str | None) -> Limits:
         if match["metric"] is None:
             per.update({m: pct for m in DEFAULT_METRICS if m not in per})
         else:
-            per[match["metric"]] = pct
+            per[metric_name(match["metric"], text)] = pct
     return Limits(per)
+
+
+def metric_name(name: str, text: str = "") -> str:
+    """The figure ``name`` means: itself, or a marker keyword's figure; an unknown name is an error."""
+    if name in KNOWN_METRICS:
+        return name
+    if name in ALIASES:
+        return ALIASES[name]
+    close = difflib.get_close_matches(name, sorted(KNOWN_METRICS | set(ALIASES)), n=1, cutoff=0.6)
+    meant = f"did you mean {close[0]}? " if close else ""
+    raise ConfigError(OPTION, text or name, f"unknown metric {name!r}: it would compare nothing",
+                      f"{meant}name a bench_serving metric (output_throughput, p99_ttft_ms, ...), a capacity "
+                      "figure (max_total_num_tokens, ...) or a marker keyword (max_ttft_ms_p99, min_total_tokens, "
+                      "...); see docs/reports.md")
 
 
 def higher_is_better(metric: str) -> bool:
@@ -97,14 +144,15 @@ def bound(metric: str, old: float, limit_pct: float) -> float:
 
 def load_report(path: str | Path, option: str = "--sglang-baseline") -> dict[str, Any]:
     """Read a JSON report; errors name the option, the path and the fix."""
+    fix = "point it to a JSON report written with --sglang-report"
+    if not Path(path).exists():
+        raise ConfigError(option, str(path), "file not found", fix)
+    # Capped: a 2.7 GB "baseline" once ended pytest with MemoryError as an INTERNALERROR.
+    raw = read_capped(path, option=option, fix=fix, too_large_fix=fix)
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(option, str(path), "file not found",
-                          "point it to a JSON report written with --sglang-report") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(option, str(path), f"not a readable JSON report ({exc})",
-                          "point it to a JSON report written with --sglang-report") from None
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise ConfigError(option, str(path), f"not a readable JSON report ({exc})", fix) from None
     if not isinstance(data, dict) or "tests" not in data or "fingerprint" not in data:
         raise ConfigError(option, str(path), "not a pytest-sglang report (no 'tests'/'fingerprint')",
                           "point it to a JSON report written with --sglang-report")
@@ -136,12 +184,13 @@ def compare_test(nodeid: str, old_test: Mapping[str, Any], loads: Sequence[Mappi
     old_figures, new_figures = gate_figures(old_test.get("gates", []), limits), gate_figures(gates, limits)
     for (gate, metric), (after, unit) in new_figures.items():
         if (gate, metric) in old_figures:
-            _add(outcome, _check(metric, limits.per_metric[metric], old_figures[gate, metric][0], after,
-                                 unit, f"{gate} gate record", _CAPACITY_REMEDY))
+            _add(outcome, _check(metric, limits.per_metric[base_metric(metric)], old_figures[gate, metric][0],
+                                 after, unit, f"{gate} gate record", _CAPACITY_REMEDY))
     if not outcome.checks and not outcome.notes:
         return None
-    if any(c.metric in limits.per_metric for c in outcome.checks):
-        compared = dict.fromkeys(c.metric for c in outcome.checks if c.metric in limits.per_metric)
+    if any(base_metric(c.metric) in limits.per_metric for c in outcome.checks):
+        compared = dict.fromkeys(base_metric(c.metric) for c in outcome.checks
+                                 if base_metric(c.metric) in limits.per_metric)
         outcome.notes.append(f"limits: {', '.join(f'{m} {fmt(limits.per_metric[m])}%' for m in compared)} "
                              f"(--sglang-max-regression) against {baseline_name}")
     return outcome
@@ -151,6 +200,11 @@ def compare_loads(nodeid: str, old: Sequence[Mapping[str, Any]], new: Sequence[M
                   limits: Limits, *, baseline_name: str = "baseline") -> GateOutcome | None:
     """:func:`compare_test` for load results only."""
     return compare_test(nodeid, {"loads": list(old)}, new, (), limits, baseline_name=baseline_name)
+
+
+def base_metric(metric: str) -> str:
+    """A fleet's per-worker figure (``max_total_num_tokens of worker 0``) is limited as its metric."""
+    return metric.split(" of ", 1)[0]
 
 
 def gate_figures(gates: Sequence[GateOutcome | Mapping[str, Any]], limits: Limits
@@ -163,7 +217,7 @@ def gate_figures(gates: Sequence[GateOutcome | Mapping[str, Any]], limits: Limit
             continue
         for check in data.get("checks", []):
             measured = check.get("measured")
-            if _num(measured) is not None and check.get("metric") in limits.per_metric:
+            if _num(measured) is not None and base_metric(str(check.get("metric"))) in limits.per_metric:
                 # Kept as int when whole: "3,000 tokens" reads better than "3,000.0 tokens".
                 figures[str(data["gate"]), str(check["metric"])] = (measured, str(check.get("unit", "")))
     return figures
@@ -186,10 +240,20 @@ def _compare_loads(outcome: GateOutcome, old: Sequence[Mapping[str, Any]], new: 
         if _failed(new_groups[key]) or _failed(old_groups[key]):
             outcome.notes.append(f"load {key}: not compared, requests failed in one of the runs")
             continue
+        old_samples, new_samples = _samples(old_groups[key]), _samples(new_groups[key])
+        if old_samples is None:
+            outcome.notes.append(f"load {key}: the baseline stores no per-request samples (written by an older "
+                                 "pytest-sglang): its noise is taken as this run's; refresh the baseline")
+        requests = min(_completed(old_groups[key]), _completed(new_groups[key]))
         for metric, limit in limits.items():
-            before, after = _median(old_groups[key], metric), _median(new_groups[key], metric)
-            if before is not None and after is not None:
-                _add(outcome, _check(metric, limit, before, after, _unit(metric), f"load {key}", _LOAD_REMEDY))
+            before, after = _figures(old_groups[key], metric), _figures(new_groups[key], metric)
+            if not before or not after:
+                continue
+            if not reliable(metric, requests):
+                outcome.notes.append(f"{metric} not compared: {unreliable_note(metric, requests)}")
+                continue
+            _add(outcome, _load_check(metric, limit, side(metric, before, old_samples),
+                                      side(metric, after, new_samples), f"load {key}"))
 
 
 def _workload_differs(outcome: GateOutcome, new: Sequence[str], old: Sequence[str], *, strict: bool) -> None:
@@ -205,6 +269,39 @@ def _add(outcome: GateOutcome, check: Check) -> None:
     outcome.add(check)
     if not check.passed:
         outcome.notes.append(f"{check.metric}: {check.detail}")
+
+
+def _load_check(metric: str, limit: float, old: Side, new: Side, what: str) -> Check:
+    """Regressed only when the whole interval of the change is beyond ``limit``.
+
+    The required value is the baseline's moved by the limit plus the measured noise, so that
+    ``measured <op> required`` is exactly that verdict.
+    """
+    hib = higher_is_better(metric)
+    ratio = ratio_interval(old, new)
+    change = regression_interval(ratio, hib)
+    noise = max(change.point - change.low, 0.0) if math.isfinite(change.point) else 0.0
+    worst = bound(metric, old.center, limit + noise)
+    op = ">=" if hib else "<="
+    shown = (ratio.point - 1) * 100
+    if ratio.measured:
+        interval = (f"{CONFIDENCE:.0%} interval of the change [{(ratio.low - 1) * 100:+.1f}%, "
+                    f"{(ratio.high - 1) * 100:+.1f}%] (noise from {_noise(old, new)})")
+    else:
+        interval = "no interval: no noise was measured (no per-request samples, one repeat)"
+    repeats = f"{len(old.figures)} vs {len(new.figures)} runs" if max(len(old.figures), len(new.figures)) > 1 else ""
+    return compare("baseline", metric, round(new.center, 4), op, round(worst, 4), unit=_unit(metric),
+                   source="load run vs baseline report",
+                   detail=f"baseline {fmt(round(old.center, 4))}, this run {fmt(round(new.center, 4))} "
+                          f"({shown:+.1f}%), {interval}, allowed regression {fmt(limit)}%: regressed only when "
+                          f"the whole interval is beyond it{'; ' + repeats if repeats else ''}; {what}",
+                   remedy=_LOAD_REMEDY)
+
+
+def _noise(old: Side, new: Side) -> str:
+    found = dict.fromkeys(s.measured_by for s in (old, new))
+    return "; ".join(f"{'baseline' if s is old else 'this run'}: {s.measured_by}" for s in (old, new)) \
+        if len(found) > 1 else next(iter(found))
 
 
 def _check(metric: str, limit: float, before: float, after: float, unit: str, what: str, remedy: str) -> Check:
@@ -231,10 +328,22 @@ def _failed(loads: list[Mapping[str, Any]]) -> bool:
     return any((_num(ld.get("failed")) or 0) > 0 for ld in loads)
 
 
-def _median(loads: list[Mapping[str, Any]], metric: str) -> float | None:
-    """Repeated runs of one shape: the median is robust to one noisy repeat."""
-    values = [v for v in (_num(ld.get(metric)) for ld in loads) if v is not None]
-    return statistics.median(values) if values else None
+def _figures(loads: list[Mapping[str, Any]], metric: str) -> list[float]:
+    """The per-repeat figures of one shape (its interval's between-run noise)."""
+    return [v for v in (_num(ld.get(metric)) for ld in loads) if v is not None]
+
+
+def _completed(loads: list[Mapping[str, Any]]) -> int:
+    """Requests behind one repeat's percentile: the fewest of the repeats."""
+    return min(int(_num(ld.get("completed")) or 0) for ld in loads)
+
+
+def _samples(loads: list[Mapping[str, Any]]) -> list[Samples] | None:
+    """Each repeat's per-request samples, or None when a load stores none (an older report)."""
+    found = [ld.get("samples") for ld in loads]
+    if not all(isinstance(s, Mapping) and s.get("ttft_ms") for s in found):
+        return None
+    return [Samples.from_dict(data) for data in found if isinstance(data, Mapping)]
 
 
 def _num(value: Any) -> float | None:
@@ -263,6 +372,8 @@ class BaselineSummary(TypedDict):
     fingerprint_differences: list[str]
     #: What the candidate changes: ``{"field", "baseline", "candidate"}``.
     candidate_changes: list[dict[str, str]]
+    #: Tests that measured figures but whose id the baseline does not have: not compared.
+    not_in_baseline: list[str]
 
 
 @dataclass
@@ -273,6 +384,8 @@ class BaselineContext:
     report: dict[str, Any]
     limits: Limits
     strict: bool = False
+    #: Test ids that measured figures the baseline has no record of (filled by :meth:`outcome`).
+    missing: list[str] = field(default_factory=list)
 
     @property
     def fingerprint(self) -> Mapping[str, object]:
@@ -305,8 +418,10 @@ class BaselineContext:
         differs = self.incomparable(candidate)
         if differs:
             return self._not_comparable(differs) if self.strict else None
-        outcome = compare_test(nodeid, baseline_test(self.report, nodeid), loads, gates, self.limits,
-                               baseline_name=self.path, strict=self.strict)
+        old = baseline_test(self.report, nodeid)
+        if not old:
+            return self._not_in_baseline(nodeid)
+        outcome = compare_test(nodeid, old, loads, gates, self.limits, baseline_name=self.path, strict=self.strict)
         if outcome is not None:
             outcome.notes[:0] = [f"candidate vs baseline: {c.line()}" for c in self.changes(candidate)]
         return outcome
@@ -317,7 +432,19 @@ class BaselineContext:
         changed = self.changes(candidate) if candidate is not None and not differs else []
         return BaselineSummary(path=self.path, strict=self.strict, limits=dict(self.limits.per_metric),
                                comparable=not differs, fingerprint_differences=differs,
-                               candidate_changes=[c.to_dict() for c in changed])
+                               candidate_changes=[c.to_dict() for c in changed],
+                               not_in_baseline=list(dict.fromkeys(self.missing)))
+
+    def _not_in_baseline(self, nodeid: str) -> GateOutcome:
+        """A visible line (a failed check with ``strict``): this test's figures were compared with nothing."""
+        self.missing.append(nodeid)
+        line = f"not compared: {self.path} has no test {nodeid} (renamed, or new since the baseline)"
+        outcome = GateOutcome("baseline", notes=[line], context={"baseline": self.path, "test": nodeid})
+        if self.strict:
+            outcome.add(Check("baseline", "test_in_baseline", False, True, "==", source=self.path, passed=False,
+                              detail=line, remedy="refresh the baseline, or drop --sglang-baseline-strict to "
+                                                  "only warn"))
+        return outcome
 
     def _not_comparable(self, differs: Sequence[str]) -> GateOutcome:
         check = Check("baseline", "fingerprint", "differs", "equal", "==", source="report fingerprints",

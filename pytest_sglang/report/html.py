@@ -240,11 +240,17 @@ def _cdf_series(test: str, load: Mapping[str, Any], metric: str) -> charts.Serie
 
 
 def _capacity(report: Mapping[str, Any]) -> str:
-    items = [(f"{r['gate']} {r['metric']}"[:36], float(r["measured"]), float(r["required"]),
-              bool(r["passed"]), str(r.get("unit", ""))) for r in report.get("records", [])
+    # A chart label has little room: cut a worker's URL, never the metric (the table below has it whole).
+    items = [(_chart_name(r), float(r["measured"]), float(r["required"]), bool(r["passed"]),
+              str(r.get("unit", ""))) for r in report.get("records", [])
              if r["gate"] in ("capacity", "hicache") and _is_num(r.get("measured"))
              and _is_num(r.get("required"))]
     return charts.measured_vs_required("capacity", "Capacity and hicache: measured against required", items)
+
+
+def _chart_name(record: Mapping[str, Any]) -> str:
+    name = f"{record['gate']} {record['metric']}"
+    return text.fit_name(name, 36) or name
 
 
 def _is_num(v: Any) -> bool:

@@ -20,7 +20,7 @@ def render(report: Mapping[str, Any], width: int = WIDTH) -> list[str]:
     Server-provided text (model names, error bodies, log lines) may carry escape sequences: none
     reaches the terminal.
     """
-    lines = _identity(report.get("server"), width, started=report["summary"].get("server_start"))
+    lines = _identity(report.get("server"), width, failure=text.start_failure(report))
     lines += _fleet(report.get("fleet"), width)
     lines += _baseline(report.get("baseline"), width)
     for note in report.get("notes", []):
@@ -36,9 +36,10 @@ def _field(label: str, value: str, width: int) -> list[str]:
                          break_on_hyphens=False, break_long_words=True) or [label]
 
 
-def _identity(server: Mapping[str, Any] | None, width: int, started: str | None = None) -> list[str]:
-    if not server and started == "error":
-        return ["server   did not start: the diagnosis is in the first error of this run"]
+def _identity(server: Mapping[str, Any] | None, width: int, failure: str | None = None) -> list[str]:
+    if not server and failure:
+        what = failure.removeprefix("the server ")
+        return [f"server   {what}: the diagnosis is in the first error of this run"]
     if not server:
         return ["server   no server identity recorded (no test used the sglang_server fixture)"]
     lines = _field("server", text.headline(server), width)
@@ -105,7 +106,8 @@ def _table(report: Mapping[str, Any]) -> list[str]:
         lines.append(text.clip(str(test["nodeid"]), WIDTH - len(outcome) - 1).ljust(WIDTH - len(outcome) - 1)
                      + " " + outcome)
         for gate in test["gates"]:
-            lines += [_row(gate["gate"], c) for c in gate["checks"]]
+            for check in gate["checks"]:
+                lines += _row(gate["gate"], check)
     if len(lines) == 1:
         lines.append("  (no gate checks were recorded)")
     return lines
@@ -115,11 +117,21 @@ def _table(report: Mapping[str, Any]) -> list[str]:
 SHORT_UNITS = {"concurrent requests": "concurrent", "requests": "req", "tokens": "tok"}
 
 
-def _row(gate: str, check: Mapping[str, Any]) -> str:
-    name = text.clip(f"{gate} {check['metric']}", _NAME)
+def _row(gate: str, check: Mapping[str, Any]) -> list[str]:
+    """The check's row; a name too long for its column (URL cut) gets its own lines above the figures.
+
+    The metric name is never cut: it is what tells one failed check from another.
+    """
+    full = f"{gate} {check['metric']}"
+    name = text.fit_name(full, _NAME)
+    above: list[str] = []
+    if name is None:
+        above = textwrap.wrap(full, width=WIDTH - 2, initial_indent="  ", subsequent_indent="    ",
+                              break_on_hyphens=False)
+        name = ""
     measured = _fit(text.value(check.get("measured"), check.get("unit", "")), check, _MEASURED)
     required = _fit(text.required(check), check, _REQUIRED)
-    return f"  {name:<{_NAME}} {measured:>{_MEASURED}} {required:>{_REQUIRED}} {text.verdict(check)}"
+    return [*above, f"  {name:<{_NAME}} {measured:>{_MEASURED}} {required:>{_REQUIRED}} {text.verdict(check)}"]
 
 
 def _fit(cell: str, check: Mapping[str, Any], width: int) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from pytest_sglang.gates.base import fmt
+from pytest_sglang.report.records import START_NODEID
 
 
 def value(v: Any, unit: str = "") -> str:
@@ -37,6 +39,25 @@ def clip(text: str, width: int) -> str:
         return text
     keep = width - 1
     return text[: keep // 3] + "…" + text[-(keep - keep // 3):]
+
+
+#: A URL in a check's name ("... of worker 1 (http://10.0.0.7:30000)"): the part a table may cut.
+_URL = re.compile(r"\w+://[^\s)]+")
+#: The least of a URL worth showing: its scheme and a cut, "http:…:30000".
+_MIN_URL = 12
+
+
+def fit_name(name: str, width: int) -> str | None:
+    """``name`` within ``width`` by cutting only its URL (the metric stays whole), or None if it cannot."""
+    if len(name) <= width:
+        return name
+    found = _URL.search(name)
+    if found is None:
+        return None
+    room = width - (len(name) - len(found.group()))
+    if room < _MIN_URL:
+        return None
+    return name[: found.start()] + clip(found.group(), room) + name[found.end():]
 
 
 def phases_line(server: Mapping[str, Any]) -> str:
@@ -76,9 +97,13 @@ def baseline_state(baseline: Mapping[str, Any]) -> str:
     if baseline.get("fingerprint_differences"):
         return "NOT COMPARED: measured on another setup (" + (
             "fails: --sglang-baseline-strict" if baseline.get("strict") else "warning") + ")"
+    missing = baseline.get("not_in_baseline") or []
+    # A test the baseline never ran compared nothing: the header must not say it was compared.
+    gap = (f"; {len(missing)} test(s) not in the baseline, not compared: {', '.join(missing[:3])}"
+           f"{' ...' if len(missing) > 3 else ''}") if missing else ""
     if baseline.get("candidate_changes"):
-        return "candidate compared (same model, GPU and host)"
-    return "fingerprint matches"
+        return "candidate compared (same model, GPU and host)" + gap
+    return "fingerprint matches" + gap
 
 
 def candidate_lines(baseline: Mapping[str, Any]) -> list[str]:
@@ -87,17 +112,25 @@ def candidate_lines(baseline: Mapping[str, Any]) -> list[str]:
             for c in baseline.get("candidate_changes") or []]
 
 
+def start_failure(report: Mapping[str, Any]) -> str | None:
+    """What went wrong before any test could use the server: it did not start, or (attached) not answer."""
+    if report["summary"].get("server_start") != "error":
+        return None
+    attached = any(r.get("nodeid") == START_NODEID and r.get("gate") == "attach" for r in report.get("records", []))
+    return "the server could not be attached" if attached else "the server did not start"
+
+
 def verdict_line(report: Mapping[str, Any]) -> str:
     """``PASSED: 4/4 checks ok in 2 tests (...)``; never PASSED for a run that was stopped early."""
     s = report["summary"]
-    start_failed = s.get("server_start") == "error"
+    start_failed = start_failure(report)
     failed = bool(s["checks_failed"] or s["failed"] or s["error"] or start_failed)
     status = "FAILED" if failed else "PASSED"
     if s.get("interrupted"):
         status = ("FAILED, interrupted" if failed else "INTERRUPTED") + ": the run was stopped before it finished"
-        status += "; the server did not start;" if start_failed else ";"
+        status += f"; {start_failed};" if start_failed else ";"
     else:
-        status += ": the server did not start;" if start_failed else ":"
+        status += f": {start_failed};" if start_failed else ":"
     return (f"{status} {s['checks'] - s['checks_failed']}/{s['checks']} checks ok in {s['tests']} "
             f"test{'' if s['tests'] == 1 else 's'} "
             f"({s['passed']} passed, {s['failed']} failed, {s['error']} errors, {s['skipped']} skipped)")

@@ -9,15 +9,20 @@ Two defences:
 * once the server answers, it must be ours (:func:`mismatch`), proven in two ways:
 
   1. the listening socket belongs to the launched process tree (psutil). This is the proof that
-     tells two identical servers apart (two CI jobs launching the same model on one fixed port).
-     It needs a local pid, so it covers the process and simulator runners. A listener that we can
-     see, outside our tree and older than our launch, is a foreign server for sure; one we cannot
-     see (another user's, docker-proxy) leaves the question to the second check.
+     tells two identical servers apart (two CI jobs launching the same model on one fixed port, or
+     a server that binds the port after our launch while ours still loads). It needs a local pid,
+     so it covers the process and simulator runners and launched fleet workers. Any listener we can
+     see outside our tree is foreign, whatever its age; so is a listener whose owner we may not see
+     (another user's) while every process of our tree is readable. Only when the socket table is
+     closed to us (macOS without root), or the holder is docker-proxy, is the question left to the
+     second check.
   2. ``/server_info`` reflects our launch: its ``port`` is the port we told the server and its
      ``model_path`` the one we launched. Real SGLang 0.5.23, the simulator and a container alike
      serve both fields as given on the command line (reference capture
-     ``captures/basic/server_info.txt``). This covers the docker runner, whose published host port
-     is picked by the engine (a taken port is refused by the engine itself).
+     ``captures/basic/server_info.txt``). This covers the docker runner on a bridge network, whose
+     published host port is picked and held by the engine (a taken port is refused by the engine
+     itself). With ``--sglang-docker-network host`` the first check applies to the container's init
+     process tree (its host pid, from the engine).
 
 A nonce was considered and rejected: SGLang has no flag that echoes arbitrary text harmlessly
 (``--served-model-name`` changes what clients must send), and it exposes the environment only with
@@ -34,6 +39,8 @@ import psutil
 
 from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.server.base import RunningProcess
+from pytest_sglang.server.docker.container import RunningContainer
 from pytest_sglang.server.probe import Expected, Target
 
 _WILDCARD = ("0.0.0.0", "::", "")
@@ -108,7 +115,7 @@ def mismatch(target: Target, info: Mapping[str, object] | None) -> str | None:
     expected = target.expected
     if expected is None:
         return None
-    pid = target.process.pid if target.process is not None else None
+    pid = _listener_root(target.process)
     if pid is not None:
         ours, reason = _socket_verdict(pid, expected)
         if ours is not None:
@@ -116,23 +123,67 @@ def mismatch(target: Target, info: Mapping[str, object] | None) -> str | None:
     return _info_mismatch(expected, info)
 
 
+def _listener_root(process: RunningProcess | None) -> int | None:
+    """The host pid whose process tree must hold the listening socket, when one is known.
+
+    A container has no signallable pid; with ``--network host`` its init's tree serves the host port
+    (identity via the container); on a bridge network the engine published the port itself.
+    """
+    if isinstance(process, RunningContainer):
+        return process.listener_root_pid()
+    return process.pid if process is not None else None
+
+
 def _socket_verdict(root_pid: int, expected: Expected) -> tuple[bool | None, str]:
-    """(True, "") our tree listens; (False, why) a foreign, older process does; (None, "") unknown."""
+    """(True, "") our tree listens; (False, why) another process does; (None, "") cannot be told.
+
+    Not by age: a server that binds the port after our launch, while ours still loads (real SGLang
+    binds only once the weights are in), is as foreign as one that ran before it.
+    """
     tree = _tree(root_pid)
-    if any(_listens(proc, expected.port) for proc in tree):
-        return True, ""
     ours = {proc.pid for proc in tree}
-    for proc in listeners(expected.port):
-        if proc.pid in ours:
+    hidden = False  # a process of our tree whose sockets we may not read (e.g. started through sudo)
+    for proc in tree:
+        listens = _listens(proc, expected.port)
+        if listens:
             return True, ""
-        try:
-            older = proc.create_time() < expected.launched_at
-        except psutil.Error:
-            continue
-        if older:
-            return False, (f"port {expected.port} is held by pid {proc.pid} ({_cmdline(proc)}), which was "
-                           "running before this launch")
+        hidden = hidden or listens is None
+    holders = _listener_pids(expected.port)
+    if holders is None:
+        return None, ""  # the system's socket table is closed to us (macOS without root)
+    for pid in sorted(p for p in holders if p is not None and p not in ours):
+        holder = _process(pid)
+        if holder is None or _is_docker_proxy(holder):
+            continue  # gone, or a container's published port (--sglang-command "docker run ..."): /server_info says
+        return False, (f"port {expected.port} is held by pid {pid} ({_cmdline(holder)}), which is neither the "
+                       "launched process nor one it started")
+    if None in holders and not hidden:
+        return False, (f"port {expected.port} is held by a process of another user, outside the launched "
+                       "process tree")
     return None, ""
+
+
+def _listener_pids(port: int) -> set[int | None] | None:
+    """The pids listening on TCP ``port`` (None for a socket whose owner we may not see), or None if unknown."""
+    try:
+        conns = psutil.net_connections(kind="inet")
+    except (psutil.Error, OSError):
+        return None
+    return {c.pid for c in conns if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port}
+
+
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
+
+
+def _is_docker_proxy(proc: psutil.Process) -> bool:
+    try:
+        return proc.name() == "docker-proxy"
+    except psutil.Error:
+        return False
 
 
 def _tree(pid: int) -> list[psutil.Process]:
@@ -143,9 +194,12 @@ def _tree(pid: int) -> list[psutil.Process]:
         return []
 
 
-def _listens(proc: psutil.Process, port: int) -> bool:
+def _listens(proc: psutil.Process, port: int) -> bool | None:
+    """True/False, or None when the process's sockets may not be read."""
     try:
         conns = proc.net_connections(kind="inet")
+    except psutil.AccessDenied:
+        return None
     except psutil.Error:
         return False
     return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in conns)

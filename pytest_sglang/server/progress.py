@@ -78,16 +78,25 @@ def describe_ready(report: StartupReport, url: str | None = None) -> str:
 
 
 class TerminalProgress:
-    """Writes one line per visible change, plus a heartbeat while a phase lasts long."""
+    """Writes the start-up as it goes: on a terminal one line per visible change, in a log one per phase.
+
+    Without a tty (a CI log) a line per weight shard made 64 lines of one launch. There each phase gets
+    at most one line, written once the phase has lasted ``settle_s`` (a phase over in less is in the
+    summary's startup line, not worth a log line), plus a heartbeat every ``heartbeat_s`` while it lasts.
+    """
 
     def __init__(self, write: Callable[[str], None], *, heartbeat_s: float = 30.0,
-                 url: str | None = None) -> None:
+                 url: str | None = None, tty: bool = True, settle_s: float = 1.0) -> None:
         self.write = write
         self.heartbeat_s = heartbeat_s
         self.url = url
+        self.tty = tty
+        self.settle_s = settle_s
         self._started = time.monotonic()
         self._last_line = ""
         self._last_time = 0.0
+        self._pending: str | None = None
+        self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
 
     def update(self, state: StartupReport) -> None:
@@ -95,11 +104,33 @@ class TerminalProgress:
             return  # done() says it, with the totals
         now = time.monotonic()
         line = describe_state(state, now - self._started)
-        key = line.split("] ", 1)[-1]  # ignore the elapsed time when deciding what is new
+        # What makes a line new: on a terminal any visible change, in a log only the phase.
+        key = line.split("] ", 1)[-1] if self.tty else state.phase
         with self._lock:
             if key == self._last_line and now - self._last_time < self.heartbeat_s:
                 return
+            heartbeat = key == self._last_line
             self._last_line, self._last_time = key, now
+            if not (self.tty or heartbeat):
+                self._defer(line)
+                return
+            self._pending = None
+        self.write(line)
+
+    def _defer(self, line: str) -> None:
+        """Write ``line`` if its phase still runs after ``settle_s`` (called with the lock held)."""
+        self._pending = line
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = threading.Timer(self.settle_s, self._flush, args=(line,))
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _flush(self, line: str) -> None:
+        with self._lock:
+            if self._pending is not line:
+                return  # the phase ended (or the server is ready) before it was worth a line
+            self._pending = None
         self.write(line)
 
     def note(self, line: str) -> None:
@@ -107,4 +138,8 @@ class TerminalProgress:
         self.write(f"[sglang {format_duration(time.monotonic() - self._started)}] {line}")
 
     def done(self, report: StartupReport) -> None:
+        with self._lock:
+            self._pending = None
+            if self._timer is not None:
+                self._timer.cancel()
         self.write(describe_ready(report, self.url))

@@ -96,7 +96,7 @@ class _poll_wait(wait_base):
 
     def __call__(self, retry_state: RetryCallState) -> float:
         cap = ANSWERING_POLL_S if self.state.answered else MAX_POLL_S
-        wait = min(cap, FIRST_POLL_S * 1.5 ** (retry_state.attempt_number - 1))
+        wait = min(cap, FIRST_POLL_S * 1.5 ** min(retry_state.attempt_number - 1, 40))  # no float overflow
         return max(0.0, min(wait, self.state.left_s))
 
 
@@ -242,9 +242,10 @@ def fetch_info(client: httpx.Client, target: Target, state: WaitState) -> tuple[
         endpoint = "/get_server_info"
         response = _get(client, endpoint, state, target.health_timeout_s)
     if response.status_code in (401, 403):
-        raise ConfigError("--sglang-api-key", redaction.MASK if target.api_key else None,
+        refused = "refused the key" if target.api_key else "needs a key and none was given"
+        raise ConfigError("--sglang-api-key", redaction.MASK if target.api_key else "(not set)",
                           f"GET {endpoint} at {target.url} answered {response.status_code} "
-                          f"{excerpt(response.text, 80)}",
+                          f"{excerpt(response.text, 80)}: the server {refused}",
                           "pass the server's --api-key as --sglang-api-key (ini sglang_api_key, env "
                           "PYTEST_SGLANG_API_KEY or SGLANG_API_KEY)")
     if response.status_code != 200:

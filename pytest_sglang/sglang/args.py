@@ -19,10 +19,11 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from pytest_sglang import redaction
-from pytest_sglang.sglang.flags import flags, human_readable_int
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.sglang.flags import SGLANG_VERSION, flags, human_readable_int
 from pytest_sglang.sglang.tokens import (
     SECRET_DESTS,
     ArgToken,
@@ -35,12 +36,14 @@ from pytest_sglang.sglang.tokens import (
     rejected,
     run,
 )
+from pytest_sglang.sglang.typos import Typo, check_flags
 
 __all__ = [
     "SECRET_DESTS",
     "ArgToken",
     "LaunchArgs",
     "add_sglang_arguments",
+    "check_launch_flags",
     "command_flags",
     "display_argv",
     "display_launch",
@@ -48,6 +51,7 @@ __all__ = [
     "flag_choices",
     "human_readable_int",
     "namespace_to_launch_args",
+    "option_strings",
     "parse_launch_args",
     "read_flags",
     "secrets_in",
@@ -136,6 +140,12 @@ class LaunchArgs:
     def given(self, dest: str) -> bool:
         """Whether the argv sets ServerArgs field ``dest`` (in any spelling)."""
         return any(t.dest == dest and t.role in ("flag", "inline") for t in self.tokens)
+
+    def value(self, dest: str) -> object:
+        """ServerArgs field ``dest`` as SGLang will read it (its default when not given; None if unknown)."""
+        if dest in _MODELLED_DEFAULTS:
+            return cast(object, getattr(self, dest))
+        return self.passthrough.get(dest)
 
     def without(self, *dests: str) -> list[str]:
         """The argv without the tokens that feed ``dests`` (e.g. ``host``, ``port``), in any spelling."""
@@ -267,6 +277,31 @@ def parse_launch_args(argv: Sequence[str], *, source: str = "--sglang-launch") -
 
 _SGLANG_FIX = ("use SGLang 0.5.23 flag names and values, e.g. --tp-size 8 --pp-size 1 "
                "(python -m sglang.launch_server --help lists them)")
+
+
+def option_strings(parser: argparse.ArgumentParser) -> frozenset[str]:
+    """Every option string of ``parser`` (argparse has no public listing; its actions are stable since 3.2)."""
+    return frozenset(option for action in parser._actions for option in action.option_strings)
+
+
+def check_launch_flags(args: LaunchArgs, *, source: str = "--sglang-launch",
+                       also_known: frozenset[str] = frozenset()) -> list[str]:
+    """Refuse misspelt flags (``--tp-szie``) before anything starts; return a line for each other unknown flag.
+
+    ``also_known``: flags of the program that takes these args besides SGLang's (the simulator's
+    ``--sim-*``). A flag neither knows and not close to a known one is kept and passed on (an SGLang
+    newer than the recorded table may have it): the returned lines say so, naming the recorded version.
+    """
+    known = {option for flag in flags() for option in flag.options} | also_known
+    try:
+        others = check_flags(args.unknown, known)
+    except Typo as exc:
+        meant = ", ".join(f"{t.flag} -> {t.close[0]}" for t in exc.typos)
+        raise ConfigError(source, " ".join(args.display()), f"{exc} (checked against SGLang {SGLANG_VERSION}'s "
+                          "recorded flags, before anything starts)", f"correct the spelling ({meant}); "
+                          "python -m sglang.launch_server --help lists the flags") from None
+    return [f"{o.flag} is not a flag of SGLang {SGLANG_VERSION} (the recorded table): passed on unchanged, "
+            "for a newer SGLang that has it" for o in others]
 
 
 def namespace_to_launch_args(ns: argparse.Namespace, unknown: Sequence[str] = ()) -> LaunchArgs:

@@ -81,8 +81,17 @@ def _flag(line: str) -> Flag:
     return Flag(tuple(options.split()), dest, cast(Arity, arity), value_type, choices)
 
 
+#: The SGLang release whose launch flags are recorded (``data/sglang_0_5_23_flags.txt``).
+SGLANG_VERSION = "0.5.23"
+
+
 @cache
-def flags() -> tuple[Flag, ...]:
-    """The table, in SGLang's declaration order."""
-    text = resources.files("pytest_sglang").joinpath("data/sglang_0_5_23_flags.txt").read_text("utf-8")
+def load_table(name: str) -> tuple[Flag, ...]:
+    """A recorded flag table shipped in ``pytest_sglang/data`` (SGLang's, or a gateway's), in declaration order."""
+    text = resources.files("pytest_sglang").joinpath(f"data/{name}").read_text("utf-8")
     return tuple(_flag(line) for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+def flags() -> tuple[Flag, ...]:
+    """SGLang's table, in SGLang's declaration order."""
+    return load_table("sglang_0_5_23_flags.txt")

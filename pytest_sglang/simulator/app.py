@@ -10,7 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
-from pytest_sglang.simulator import handlers, loads, metrics, payloads, pd
+from pytest_sglang.simulator import handlers, loads, metrics, payloads, pd, speculative, weights
 from pytest_sglang.simulator.handlers import json_response
 from pytest_sglang.simulator.request import Request
 from pytest_sglang.simulator.sink import Sink
@@ -85,6 +85,9 @@ async def health(request: web.Request) -> web.Response:
     faults = state.cfg.faults
     if faults.slow_health_s:
         await asyncio.sleep(state.cfg.scaled(faults.slow_health_s))
+    under_load = faults.production.health_under_load_s
+    if under_load and (state.engine.running or state.engine.waiting):  # waits behind long prefills
+        await asyncio.sleep(state.cfg.scaled(under_load))
     if request.path == "/health" and not state.health_generation:
         return web.Response(status=200)
     return await _health_generate(state)
@@ -149,6 +152,9 @@ async def server_info(request: web.Request) -> web.Response:
         last_gen_throughput=state.engine.stats.last_gen_throughput,
     )
     pd.annotate_server_info(state, body)  # a prefill/decode worker's resolved PD fields
+    if state.engine.spec is not None:  # avg_spec_accept_length, per DP rank (one shared engine here)
+        for item in body.get("internal_states") or ():
+            item.update(speculative.server_info_fields(state.engine.spec))
     mode = state.cfg.faults.server_info
     if mode == "not-json":
         return web.Response(text="<html><body>Internal Server Error</body></html>", content_type="text/html")
@@ -300,4 +306,5 @@ def build_app(state: State) -> web.Application:
     r.add_post("/v1/completions", lambda q: handlers.openai(q.app[STATE], q, chat=False))
     r.add_post("/v1/chat/completions", lambda q: handlers.openai(q.app[STATE], q, chat=True))
     pd.install(app, state)  # --disaggregation-mode prefill|decode: bootstrap server, KV hand-off
+    weights.install(app, state)  # /weights_checker: checksums of the (simulated) loaded weights
     return app

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pytest_sglang.simulator.profiles import Speed
 from pytest_sglang.simulator.radix import RadixCache
 from pytest_sglang.simulator.request import Request
+from pytest_sglang.simulator.speculative import Speculation
 from pytest_sglang.simulator.stats import Stats
 
 
@@ -49,6 +50,13 @@ class Engine:
         #: slots held by aborted requests that never gave them back (--sim-fault slot-leak)
         self.leaked = 0
         self.on_finish: Callable[[Request], None] | None = None
+        #: --speculative-algorithm: each decode step verifies drafts and may yield several tokens
+        self.spec: Speculation | None = None
+        #: --sim-fault stalled-dp-rank:K: requests the round-robin DP balancer gives rank K never run
+        self.stalled_rank: int | None = None
+        self.dp_size = 1
+        self.stuck: list[Request] = []
+        self._next_rank = 0
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -57,13 +65,22 @@ class Engine:
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
     def submit(self, req: Request) -> None:
+        if self.stalled_rank is not None and req.log_metrics:  # health checks bypass the balancer
+            rank = req.routed_dp_rank
+            if rank is None:
+                rank, self._next_rank = self._next_rank % self.dp_size, self._next_rank + 1
+            if rank == self.stalled_rank:
+                self.stuck.append(req)
+                return
         self.waiting.append(req)
         self._wake.set()
 
     def abort(self, req: Request) -> None:
         """The client went away: drop the request and free its KV reservation."""
         req.aborted = True
-        if req in self.waiting:
+        if req in self.stuck:
+            self.stuck.remove(req)
+        elif req in self.waiting:
             self.waiting.remove(req)
         elif req in self.running:
             self.running.remove(req)
@@ -104,9 +121,10 @@ class Engine:
                 self._step(admitted)
             else:
                 batch = len(self.running)
-                await asyncio.sleep(self.scale * self.speed.decode_step_s(batch))
+                cost = self.spec.step_cost() if self.spec is not None else 1.0
+                await asyncio.sleep(self.scale * self.speed.decode_step_s(batch) * cost)
                 self.stats.on_decode(batch, time.perf_counter() - launched)
-                self._step(self.running)
+                self._step(self.running, decode=True)
 
     def _admit(self) -> list[Request]:
         admitted: list[Request] = []
@@ -153,23 +171,37 @@ class Engine:
             self.cache.lock(req.node, -1)
             req.node = None
 
-    def _step(self, batch: list[Request]) -> None:
+    def _step(self, batch: list[Request], decode: bool = False) -> None:
         now = time.perf_counter()
         self.last_output_perf = now
         finished: list[Request] = []
         n = len(batch)
+        spec = self.spec if decode else None
+        if spec is not None:
+            spec.begin_batch()
+        tokens = 0
         for i, req in enumerate(batch):
-            first = not req.out_ids
-            # --sim-fault cross-talk: each request decodes its neighbour's next token
-            req.advance(batch[(i + 1) % n] if req.crosstalk and n > 1 else None)
-            if first:
-                req.first_perf = now
-            req.last_perf = now
-            done = req.finish is not None
-            req.emit(req, done)
+            # speculative decoding: the accepted drafts and the bonus token, emitted one by one
+            planned = 1 + (spec.draw() if spec is not None else 0)
+            produced, done = 0, False
+            while produced < planned and not done and not (produced and req.sink.closed):
+                first = not req.out_ids
+                # --sim-fault cross-talk: each request decodes its neighbour's next token
+                req.advance(batch[(i + 1) % n] if req.crosstalk and n > 1 else None)
+                produced += 1
+                if first:
+                    req.first_perf = now
+                req.last_perf = now
+                done = req.finish is not None
+                req.emit(req, done)
+            tokens += produced
+            if spec is not None:
+                spec.verified(req, produced)
             if done or req.sink.closed:
                 finished.append(req)
-        self.stats.on_step(len(batch), now)
+        if spec is not None:
+            spec.end_batch()
+        self.stats.on_step(tokens, now)
         for req in finished:
             self._finish(req)
 

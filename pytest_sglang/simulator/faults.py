@@ -13,6 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_sglang.simulator.pd_faults import PD_KINDS, check_pd_fault
+from pytest_sglang.simulator.production_faults import (
+    PRODUCTION_KINDS,
+    ProductionFaults,
+    check_production_fault,
+    parse_production_faults,
+)
 
 #: Startup phases in order (names accepted by crash-at / oom-kill-at / hang-at).
 PHASES = ("weights", "kv_cache", "cuda_graph", "hicache", "uvicorn", "warmup")
@@ -25,6 +31,7 @@ KINDS = (
     "unhealthy-after",
     "server-info",
     "drop-stream-after",
+    "stall-stream-after",
     "error-rate",
     "slow-health",
     # correctness faults: 200 OK, wrong content
@@ -39,6 +46,7 @@ KINDS = (
     "slot-leak",
     "token-drift",
     *PD_KINDS,  # prefill-decode faults: validated and parsed by pd_faults.py
+    *PRODUCTION_KINDS,  # weights, speculative decoding, probes: production_faults.py
 )
 #: Kinds that take no argument (a switch), and kinds whose argument is a fraction in [0, 1].
 SWITCHES = (
@@ -52,7 +60,8 @@ SWITCHES = (
     "slot-leak",
 )
 RATES = ("error-rate", "wrong-answer", "token-drift")
-_NUMBERS = ("unhealthy-after", "slow-health", "drop-stream-after", "cache-logprob-drift", *RATES)
+_NUMBERS = ("unhealthy-after", "slow-health", "drop-stream-after", "stall-stream-after", "cache-logprob-drift",
+            *RATES)
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,8 @@ class Faults:
     unhealthy_after_s: float | None = None
     server_info: str | None = None
     drop_stream_after: int | None = None
+    #: streams fall silent after N tokens and never end (no [DONE]); the connection stays open
+    stall_stream_after: int | None = None
     error_rate: float = 0.0
     slow_health_s: float = 0.0
     #: the fraction of arithmetic answers that are wrong
@@ -88,6 +99,11 @@ class Faults:
     token_drift: float = 0.0
     specs: tuple[str, ...] = field(default=())
 
+    @property
+    def production(self) -> ProductionFaults:
+        """The weights, speculative-decoding and probe faults (:mod:`.production_faults`)."""
+        return parse_production_faults(self.specs)
+
     def at(self, phase: str) -> str | None:
         """The startup fault to trigger at ``phase`` (crash-at / oom-kill-at / hang-at) or None."""
         for kind, phases in (
@@ -111,6 +127,8 @@ def check_fault(spec: str) -> str:
         raise _bad(spec, f"unknown fault kind {kind!r}; choose one of {', '.join(KINDS)}")
     if kind in PD_KINDS:
         return check_pd_fault(spec)
+    if kind in PRODUCTION_KINDS:
+        return check_production_fault(spec)
     if kind in ("crash-at", "oom-kill-at", "hang-at") and arg not in PHASES:
         raise _bad(spec, f"phase {arg!r} is not one of {', '.join(PHASES)} (e.g. {kind}:weights)")
     if kind == "server-info" and arg not in SERVER_INFO_MODES:
@@ -134,7 +152,7 @@ def parse_faults(specs: list[str] | tuple[str, ...]) -> Faults:
     values: dict[str, Any] = {}
     for spec in specs:
         kind, _, arg = check_fault(spec).partition(":")
-        if kind in PD_KINDS:  # pd_faults.parse_pd_faults reads them from ``specs``
+        if kind in PD_KINDS or kind in PRODUCTION_KINDS:  # their own modules read them from ``specs``
             continue
         if kind == "crash-at":
             crash.add(arg)
@@ -146,8 +164,8 @@ def parse_faults(specs: list[str] | tuple[str, ...]) -> Faults:
             values["never_healthy"] = True
         elif kind == "server-info":
             values["server_info"] = arg
-        elif kind == "drop-stream-after":
-            values["drop_stream_after"] = int(float(arg))
+        elif kind in ("drop-stream-after", "stall-stream-after"):
+            values[kind.replace("-", "_")] = int(float(arg))
         elif kind == "unhealthy-after":
             values["unhealthy_after_s"] = float(arg)
         elif kind in ("error-rate", "wrong-answer", "token-drift", "cache-logprob-drift"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_sglang.simulator.metrics_extra import render_extra
+from pytest_sglang.simulator.metrics_extra import render_extra, render_speculative
 from pytest_sglang.simulator.prometheus import PromText
 from pytest_sglang.simulator.prometheus import labels as _labels
 from pytest_sglang.simulator.state import State
@@ -59,6 +59,8 @@ def render(state: State) -> str:
         [(_labels(**tok, phase=k), v) for k, v in phases.items()],
     )
     render_extra(out, state, sched_labels, tok)
+    if e.spec is not None:
+        render_speculative(out, e.spec, sched, tok)
     _counters(out, state, tok)
     _histograms(out, state, tok)
     return "\n".join(out.lines) + "\n"

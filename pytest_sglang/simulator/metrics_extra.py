@@ -9,6 +9,7 @@ from __future__ import annotations
 from pytest_sglang.simulator.payloads import GRAPH_PHASES, memory_usage
 from pytest_sglang.simulator.prometheus import PromText
 from pytest_sglang.simulator.prometheus import labels as _labels
+from pytest_sglang.simulator.speculative import Speculation
 from pytest_sglang.simulator.state import State
 
 #: SGLang's initial new-token ratio (SGLANG_INIT_NEW_TOKEN_RATIO 0.7 x schedule_conservativeness 1.0);
@@ -50,3 +51,13 @@ def render_extra(out: PromText, state: State, sched: dict[str, str], tok: dict[s
         "Number of HTTP requests being served.",
         [(_labels(endpoint=p, method=m), v) for (p, m), v in sorted(state.http_active.items())],
     )
+
+
+def render_speculative(out: PromText, spec: Speculation, sched: str, tok: dict[str, str]) -> None:
+    """0.5.23's speculative families: the last batch's gauges (``mostrecent``) and the verify counter."""
+    out.family("spec_accept_length", "gauge", "Mean acceptance length of speculative decoding (accepted drafts + "
+               "bonus token per forward).", [(sched, spec.last_length)])
+    out.family("spec_accept_rate", "gauge", "Speculative acceptance rate (`accepted drafts / proposed drafts` in "
+               "batch).", [(sched, spec.last_rate)])
+    out.family("spec_verify_calls_total", "counter", "Total number of speculative verify calls.",
+               [(_labels(**tok), float(spec.verify_total))])

@@ -220,9 +220,16 @@ def _requests(state: State, req: _Native, base: Ask, opts: NativeOptions) -> lis
                 sample_key=key,
                 drift=faults.token_drift,
                 record_pieces=opts.logprob is not None,
+                routed_dp_rank=_pinned_rank(req.body),
             )
         )
     return out
+
+
+def _pinned_rank(body: dict[str, Any]) -> int | None:
+    """0.5.23's ``routed_dp_rank`` (or its deprecated alias ``data_parallel_rank``)."""
+    rank = body.get("routed_dp_rank", body.get("data_parallel_rank"))
+    return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
 
 
 async def _compile_error(request: web.Request, req: _Native, message: str) -> web.StreamResponse:

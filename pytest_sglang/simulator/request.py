@@ -49,6 +49,7 @@ class Request:
         "prompt_ids",
         "reserved",
         "rid",
+        "routed_dp_rank",
         "script",
         "seed",
         "sink",
@@ -75,8 +76,11 @@ class Request:
         sample_key: int | None = None,
         drift: float = 0.0,
         record_pieces: bool = False,
+        routed_dp_rank: int | None = None,
     ) -> None:
         self.rid = rid
+        #: the DP rank the request is pinned to (``routed_dp_rank`` / ``data_parallel_rank``), None: balanced
+        self.routed_dp_rank = routed_dp_rank
         self.prompt_ids = prompt_ids
         self.max_new = max_new
         self.ignore_eos = ignore_eos

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -193,6 +194,8 @@ async def run(
         emit: EmitFn = make_emit(req, i) if stream else collect
         if stream and drop is not None:
             emit = _dropping(emit, drop, request)
+        if stream and faults.stall_stream_after is not None:
+            emit = _stalling(emit, faults.stall_stream_after)
         req.emit = emit
         req.leak = stream and faults.slot_leak
         req.crosstalk = faults.cross_talk
@@ -211,6 +214,9 @@ async def run(
                 engine.abort(req)
     if node is not None and (failure := await node.after(request, reqs)) is not None:
         return await node.fail(request, resp, reqs, failure)  # a prefill worker's KV transfer failed
+    if resp is not None and faults.stall_stream_after is not None:
+        await _until_disconnected(request)  # the stream never ends: no more chunks, no [DONE]
+        return resp
     if resp is not None:
         if tail is not None and not sink.closed:
             sink.push(tail)
@@ -219,6 +225,21 @@ async def run(
             await resp.write_eof()
         return resp
     return json_response(body_fn(reqs))
+
+
+def _stalling(emit: EmitFn, after: int) -> EmitFn:
+    """Pass the first ``after`` tokens' chunks, then nothing: not the last chunk, not ``[DONE]``."""
+    def wrapped(req: Request, done: bool) -> None:
+        if not done and len(req.out_ids) <= after:
+            emit(req, done)
+
+    return wrapped
+
+
+async def _until_disconnected(request: web.Request) -> None:
+    transport = request.transport
+    while transport is not None and not transport.is_closing():
+        await asyncio.sleep(0.1)
 
 
 def _dropping(emit: EmitFn, after: int, request: web.Request) -> EmitFn:

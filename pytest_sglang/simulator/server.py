@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from aiohttp import web
 
-from pytest_sglang.simulator import cli, handlers, pd_config, tokenizer
+from pytest_sglang.simulator import cli, handlers, pd_config, speculative, tokenizer
 from pytest_sglang.simulator.app import build_app
 from pytest_sglang.simulator.config import MODELLED_PASSTHROUGH, SimConfig, resolve
 from pytest_sglang.simulator.engine import Engine
@@ -139,6 +139,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         host_capacity=cfg.host_pool.tokens if cfg.host_pool else 0,
         radix=not args.disable_radix_cache,
     )
+    engine.spec = speculative.from_config(cfg)
+    engine.stalled_rank, engine.dp_size = cfg.faults.production.stalled_dp_rank, args.dp_size
+    if engine.stalled_rank is not None and engine.stalled_rank >= args.dp_size:  # would stall nothing
+        raise SystemExit(f"--sim-fault stalled-dp-rank:{engine.stalled_rank}: no such rank with --dp-size "
+                         f"{args.dp_size} (ranks 0 to {args.dp_size - 1}); add --dp-size {engine.stalled_rank + 1}")
     state = State(
         cfg=cfg,
         engine=engine,

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_sglang.simulator import logprobs
+from pytest_sglang.simulator import logprobs, speculative
 from pytest_sglang.simulator.request import Request
 
 DONE = b"data: [DONE]\n\n"
@@ -93,6 +93,7 @@ def native_object(req: Request, *, metrics: bool, opts: NativeOptions = NativeOp
         dp_rank=None,
         e2e_latency=max(0.0, req.last_perf - req.arrival_perf),
     )
+    meta.update(speculative.meta_fields(req, meta["completion_tokens"]))  # --speculative-algorithm only
     if metrics:
         meta.update(
             request_received_ts=req.arrival,

@@ -10,13 +10,16 @@ started=$SECONDS
 # setup.sh ends with REAL_SGLANG_PYTHON=, REAL_SGLANG_MODEL= and REAL_SGLANG_ARITH_MODEL= lines: hand
 # exactly those to the tests.
 setup_out="$(mktemp)"
-trap 'rm -f "$setup_out"' EXIT
+pd_out="$(mktemp)"
+trap 'rm -f "$setup_out" "$pd_out"' EXIT
 bash scripts/real-sglang/setup.sh | tee "$setup_out"   # pipefail: a failed setup stops here
 export REAL_SGLANG_PYTHON="$(sed -n 's/^REAL_SGLANG_PYTHON=//p' "$setup_out")"
 export REAL_SGLANG_MODEL="$(sed -n 's/^REAL_SGLANG_MODEL=//p' "$setup_out")"
 export REAL_SGLANG_ARITH_MODEL="$(sed -n 's/^REAL_SGLANG_ARITH_MODEL=//p' "$setup_out")"
-REAL_SGLANG_PD_HOME="$(bash scripts/real-sglang/pd-setup.sh | tee /dev/stderr | sed -n 's/^REAL_SGLANG_PD_HOME=//p')"
-export REAL_SGLANG_PD_HOME
+# Through a file, never tee into /dev/stderr: that reopens a log that stdout and stderr are redirected
+# to with truncation, and everything logged before becomes NUL bytes.
+bash scripts/real-sglang/pd-setup.sh | tee "$pd_out"
+export REAL_SGLANG_PD_HOME="$(sed -n 's/^REAL_SGLANG_PD_HOME=//p' "$pd_out")"
 PY="${PYTHON:-python3}"
 if [[ -x "$ROOT/.venv/bin/python" ]]; then PY="$ROOT/.venv/bin/python"; fi
 rc=0

@@ -69,11 +69,13 @@ def test_eval_command_verdicts_json_and_baseline(sim_factory: SimFactory, tmp_pa
     assert run.returncode == 0, run.stderr
     assert "arithmetic: score 1.000 (100/100 correct" in run.stdout and "passed (min_score 0.9)" in run.stdout
     doc = json.loads(base.read_text())
-    assert doc["verdict"] == {"min_score": 0.9, "passed": True, "problems": []}
+    assert doc["verdict"] == {"min_score": 0.9, "floor_proven": False, "judged": "score_upper_bound", "passed": True,
+                              "problems": []}
     assert doc["interval"]["method"] == "Wilson score" and doc["harness"]["route"] == "completions"
     worse = _eval("--url", bad.url, "--task", "arithmetic", "--num-examples", "100", "--baseline", str(base))
     assert worse.returncode == 1
-    assert "FAILED: the score dropped by" in worse.stdout and "from the baseline's 1.000 (100/100)" in worse.stdout
+    assert "FAILED (baseline " in worse.stdout and "the score dropped by" in worse.stdout
+    assert "from the baseline's 1.000 (100/100)" in worse.stdout
     other = _eval("--url", good.url, "--task", "arithmetic", "--num-examples", "100", "--shots", "2",
                   "--baseline", str(base))
     assert other.returncode == 1 and "another harness (shots: 5 -> 2)" in other.stdout
@@ -84,7 +86,8 @@ def test_eval_command_usage_errors_name_the_flag(tmp_path: Path) -> None:
     assert missing.returncode == 3 and "--task='gsm8k': has no local data file and the Hugging Face hub is " \
         "unreachable: HF_HUB_OFFLINE is set" in missing.stderr
     zero = _eval("--url", "http://127.0.0.1:9", "--task", "arithmetic", "--num-examples", "0")
-    assert zero.returncode == 2 and "--num-examples=0: must be an integer >= 1" in zero.stderr
+    assert zero.returncode == 2 and ("argument --num-examples: invalid value '0': must be a whole number from 1 to "
+                                     "100,000, or 'all'") in zero.stderr
     down = _eval("--url", "http://127.0.0.1:9", "--task", "arithmetic")
     assert down.returncode == 3 and "GET /v1/models failed" in down.stderr and "Traceback" not in down.stderr
 

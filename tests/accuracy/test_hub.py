@@ -58,7 +58,7 @@ def test_mmlu_reads_the_hubs_parquet_layout_with_dev_shots() -> None:
     assert rows[1].choices[3] == "The second and third pharyngeal arches"
     assert [p.question for p in pool] == ["Find the degree for the given field extension Q(sqrt(2), sqrt(3)) over Q.",
                                           "What is 1 + 1?"]
-    task = mmlu.task(MMLU_DIR / "test-00000-of-00001.parquet", 10, 1)
+    task = mmlu.task(MMLU_DIR / "test-00000-of-00001.parquet", "all", 1)
     prompt = task.prompt(task.examples[2], task.shots_for(task.examples[2], 1))
     assert prompt.startswith("The following are multiple choice questions (with answers) about elementary "
                              "mathematics.\n\nWhat is 1 + 1?\nA. 1\nB. 2\nC. 3\nD. 4\nAnswer: B\n\n")
@@ -101,7 +101,8 @@ def test_gsm8k_downloads_from_the_hub_then_runs_offline_from_its_cache(sim_facto
                                                                        tmp_path: Path) -> None:
     url, out = sim_factory().url, tmp_path / "r.json"
     cache = tmp_path / "cache"
-    run = _eval("--url", url, "--task", "gsm8k", "--shots", "1", "--json", str(out), HF_ENDPOINT=fake_hub.url,
+    run = _eval("--url", url, "--task", "gsm8k", "--shots", "1", "--num-examples", "all",
+                "--json", str(out), HF_ENDPOINT=fake_hub.url,
                 HF_HUB_CACHE=str(cache))
     assert run.returncode == 0, run.stderr
     assert "gsm8k: score 1.000 (4/4 correct" in run.stdout  # the shot row (Janet's ducks) is not scored
@@ -109,7 +110,8 @@ def test_gsm8k_downloads_from_the_hub_then_runs_offline_from_its_cache(sim_facto
     assert json.loads(out.read_text())["harness"]["source"] == source
     assert "GET /datasets/openai/gsm8k/resolve/main/main/test-00000-of-00001.parquet" in fake_hub.requests
     fake_hub.requests.clear()
-    again = _eval("--url", url, "--task", "gsm8k", "--shots", "1", HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache))
+    again = _eval("--url", url, "--task", "gsm8k", "--shots", "1", "--num-examples", "all",
+                  HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache))
     assert again.returncode == 0 and f"source={source}" in again.stdout and fake_hub.requests == []
 
 
@@ -137,7 +139,8 @@ def test_mmlu_from_the_hub_cache_uses_its_dev_split_for_shots(sim_factory: SimFa
                                                      "all/dev-00000-of-00001.parquet": MMLU_DIR /
                                                      "dev-00000-of-00001.parquet"})
     out = tmp_path / "r.json"
-    run = _eval("--url", sim_factory().url, "--task", "mmlu", "--shots", "1", "--json", str(out),
+    run = _eval("--url", sim_factory().url, "--task", "mmlu", "--shots", "1", "--num-examples", "all",
+                "--json", str(out),
                 HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache))
     assert run.returncode == 0, run.stderr
     doc = json.loads(out.read_text())

@@ -26,7 +26,7 @@ def _gsm8k(tmp_path: Path) -> Path:
 
 
 def test_gsm8k_prompt_is_sglangs_few_shot_format(tmp_path: Path) -> None:
-    task = gsm8k.task(_gsm8k(tmp_path), num_examples=10, shots=1)
+    task = gsm8k.task(_gsm8k(tmp_path), num_examples="all", shots=1)
     assert [e.target for e in task.examples] == ["24", "1234"]  # the shot row is not scored
     prompt = task.prompt(task.examples[0], task.shots_for(task.examples[0], 1))
     assert prompt == ("Question: Tom has 3 apples and buys 4 more. How many?\nAnswer: 3 + 4 = <<3+4=7>>7\n#### 7\n\n"
@@ -70,7 +70,7 @@ def test_mmlu_hendrycks_directory_with_dev_shots(tmp_path: Path) -> None:
     (tmp_path / "dev").mkdir()
     (tmp_path / "test" / "high_school_math_test.csv").write_text('"What is 2+2?",3,4,5,6,B\n"What is 3+3?",5,6,7,8,B\n')
     (tmp_path / "dev" / "high_school_math_dev.csv").write_text("1+1?,1,2,3,4,B\n")
-    task = mmlu.task(tmp_path, num_examples=10, shots=1)
+    task = mmlu.task(tmp_path, num_examples="all", shots=1)
     assert len(task.examples) == 2 and task.examples[0].subject == "high school math"
     prompt = task.prompt(task.examples[0], task.shots_for(task.examples[0], 1))
     assert prompt == ("The following are multiple choice questions (with answers) about high school math.\n\n"
@@ -82,7 +82,7 @@ def test_mmlu_hendrycks_directory_with_dev_shots(tmp_path: Path) -> None:
 def test_mmlu_simple_evals_csv_zero_shot(tmp_path: Path) -> None:
     path = tmp_path / "mmlu.csv"
     path.write_text(",Question,A,B,C,D,Answer,Subject\n0,What is 2+2?,3,4,5,6,B,elementary_mathematics\n")
-    task = mmlu.task(path, num_examples=10, shots=0)
+    task = mmlu.task(path, num_examples="all", shots=0)
     assert task.template == "simple-evals-multichoice" and task.examples[0].subject == "elementary mathematics"
     prompt = task.prompt(task.examples[0], [])
     assert prompt.startswith("Answer the following multiple choice question.") and "\n\nA) 3\nB) 4\n" in prompt
@@ -102,7 +102,7 @@ def test_mmlu_jsonl_and_bad_rows(tmp_path: Path) -> None:
 
 
 def test_harness_records_what_changes_a_score_and_refuses_bad_values(tmp_path: Path) -> None:
-    h = Harness(task="gsm8k", data=_gsm8k(tmp_path), shots=1, num_examples=5)
+    h = Harness(task="gsm8k", data=_gsm8k(tmp_path), shots=1, num_examples="all")
     fp = h.fingerprint(h.load())
     assert fp == {"runner": "builtin", "task": "gsm8k", "template": "gsm8k-qa", "shots": 1, "route": "completions",
                   "max_tokens": 512, "temperature": 0.0, "top_p": 1.0,

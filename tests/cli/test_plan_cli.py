@@ -119,3 +119,28 @@ def test_dispatched_by_python_dash_m() -> None:
                            *SEED, "--hicache-size", "300"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "DOES NOT FIT" in proc.stdout
+
+
+def test_a_misspelt_flag_is_refused_naming_the_flag_meant(capsys: pytest.CaptureFixture[str]) -> None:
+    # Before: --tp-szie was kept as a flag that is not SGLang's, and the plan was made for 1 GPU.
+    code, out, err = run(capsys, "--host-memory-gb", "418", "--gpus", "8", "--", "--tp-szie", "8",
+                         "--enable-hierarchical-cache", "--hicache-size", "48")
+    assert code == 2
+    assert not out
+    assert "--tp-szie is not a known flag, did you mean --tp-size?" in err
+
+
+def test_a_flag_of_a_newer_sglang_is_a_warning_naming_the_recorded_version(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "--host-memory-gb", "418", "--", *SEED, "--hicache-size", "48",
+                         "--enable-brand-new-thing")
+    assert code == 0
+    assert "warning: --enable-brand-new-thing is not a flag of SGLang 0.5.23 (the recorded table)" in err
+    assert "FITS" in out
+
+
+def test_abbreviations_sglang_accepts_are_not_typos(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--host-memory-gb", "418", "--", "--tp", "8", "--enable-hierarchical-cache",
+                         "--hicache-size", "48")
+    assert code == 0, err
+    assert "warning" not in err

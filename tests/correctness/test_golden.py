@@ -59,7 +59,7 @@ def test_bad_golden_files_and_prompt_files(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"format": "other"}')
     with pytest.raises(ConfigError, match=r"is not a pytest-sglang-golden/1 document.*golden record"):
         golden.load(tmp_path / "x.json")
-    with pytest.raises(ConfigError, match="cannot be read as JSON"):
+    with pytest.raises(ConfigError, match=r"does not exist \("):
         golden.load(tmp_path / "missing.json")
     (tmp_path / "p.txt").write_text('plain prompt\n\n{"prompt": "from json"}\n')
     assert golden.read_prompts(tmp_path / "p.txt") == ["plain prompt", "from json"]

@@ -29,7 +29,7 @@ import pytest
 def test_arithmetic_floor():
     pass
 
-@pytest.mark.sglang_accuracy(task="gsm8k", min_score=0.9, shots=2)
+@pytest.mark.sglang_accuracy(task="gsm8k", min_score=0.9, shots=2, num_examples="all")
 def test_gsm8k_from_the_eval_data_option():
     pass
 

@@ -35,7 +35,8 @@ def test_consistent():
     pass
 
 
-@pytest.mark.sglang_fleet(ignore=["model_path", "served_model_name", "tokenizer_path", "max_total_tokens"])
+@pytest.mark.sglang_fleet(ignore=["model_path", "served_model_name", "tokenizer_path", "weights_checksum",
+                                  "max_total_tokens"])
 def test_consistent_ignoring_what_differs(sglang_gate):
     assert sglang_gate["fleet"].checks[1].measured == "none"
 
@@ -48,22 +49,23 @@ def test_capacity():
 
 def _diff_table(models: tuple[str, str]) -> list[str]:
     return [
-        "  4 field(s) differ between the workers (only those are shown):",
+        "  5 field(s) differ between the workers (only those are shown):",
         "    field             | worker 0 (http://127.0.0.1:*) | worker 1 (http://127.0.0.1:*)",
         f"    model_path        | {models[0]:<14}* | {models[1]}",
         f"    served_model_name | {models[0]:<14}* | {models[1]}",
         f"    tokenizer_path    | {models[0]:<14}* | {models[1]}",
+        "    weights_checksum  | * | *",
         "    max_total_tokens  | *",
     ]
 
 
 def _check_consistency_failure(result: pytest.RunResult, gateway: str) -> None:
     result.stdout.fnmatch_lines([
-        "sglang fleet gate failed: differing_fields model_path, served_model_name, tokenizer_path, max_total_tokens "
-        "(required == none)",
+        "sglang fleet gate failed: differing_fields model_path, served_model_name, tokenizer_path, weights_checksum, "
+        "max_total_tokens (required == none)",
         "  healthy_workers: measured 2 workers, required >= 2 workers *: ok",
-        "  differing_fields: measured model_path, served_model_name, tokenizer_path, max_total_tokens, required == "
-        "none [[]each worker's own /server_info: 51 launch fields compared[]]: FAILED",
+        "  differing_fields: measured model_path, served_model_name, tokenizer_path, weights_checksum, "
+        "max_total_tokens, required == none [[]each worker's own /server_info: 51 launch fields compared[]]: FAILED",
         f"  gateway: gateway={gateway} workers=2; GET /readiness -> 200 (2/2 workers healthy)",
         "  worker 0 (http://127.0.0.1:*): gateway says healthy, own /health 200",
         "  worker 1 (http://127.0.0.1:*): gateway says healthy, own /health 200",

@@ -32,11 +32,6 @@ def test_pd_roles_backend_and_transfer(sglang_gate):
     assert outcome.context["integrity"].startswith("24/24 completed")
 
 
-@pytest.mark.sglang_pd(kv_checksum=True, load=False)
-def test_checksum_on_prefill_only():
-    pass
-
-
 @pytest.mark.sglang_pd(transfer_backend="nixl", load=False)
 def test_backend_is_not_nixl():
     pass
@@ -64,15 +59,9 @@ def test_launched_pd_fleet_roles_backend_checksum_and_other_gates(pytester: pyte
     pytester.makepyfile(test_inner=LAUNCHED)
     result = pytester.runpytest_subprocess(*PD, "--sglang-prefill-launch=--disaggregation-enable-kv-checksum",
                                            "-p", "no:cacheprovider", "-rfE")
-    result.assert_outcomes(passed=3, failed=3)
-    result.stdout.fnmatch_lines([
-        "sglang pd gate failed: kv_checksum=True: measured False (disaggregation_enable_kv_checksum of decode "
-        "worker 1 (http://127.0.0.1:*))",
-        "*kv_checksum=True: disaggregation_enable_kv_checksum of prefill worker 0 (*) measured True, required == "
-        "True [[]its own GET /server_info disaggregation_enable_kv_checksum[]]: ok",
-        "*kv_checksum=True: disaggregation_enable_kv_checksum of decode worker 1 (*) measured False, required == "
-        "True [[]its own GET /server_info disaggregation_enable_kv_checksum[]]: FAILED",
-    ])
+    # kv_checksum=True on a launch that gives the checksum to the prefill role only is refused before
+    # anything starts (tests/plugin/test_marker_needs.py); attached, each worker's /server_info is read.
+    result.assert_outcomes(passed=3, failed=2)
     result.stdout.fnmatch_lines([
         "sglang pd gate failed: transfer_backend='nixl': measured mooncake (disaggregation_transfer_backend of "
         "prefill worker 0 (*)); transfer_backend='nixl': measured mooncake (disaggregation_transfer_backend of "
@@ -107,7 +96,9 @@ def test_two_null_workers_behind_a_pd_gateway_fail_the_roles(pytester: pytest.Py
     pytester.makepyfile(test_inner=ATTACHED)
     # The prefill worker's own bootstrap port is not the one the gateway lists (8998) either.
     with own_pd_fleet([["--disaggregation-bootstrap-port", "41999"]], [[]], tmp_path) as fleet:
-        result = pytester.runpytest_subprocess("--sglang-url", fleet.url, "-p", "no:cacheprovider", "-rfE")
+        # parity=True flushes the attached fleet's caches: consent given, to reach the reference check.
+        result = pytester.runpytest_subprocess("--sglang-url", fleet.url, "-p", "no:cacheprovider", "-rfE",
+                                               "--sglang-allow-disruptive")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines([
         "sglang pd gate failed: disaggregation_mode of prefill worker 0 (http://127.0.0.1:*) null (required == "

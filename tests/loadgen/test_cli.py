@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 from loadgen_fake import FakeServer
 
 from pytest_sglang.cli.load import main
+from tests.conftest import SimFactory
 
 BASE = ["--requests", "4", "--input-len", "8", "--output-len", "5"]
 
@@ -164,3 +166,41 @@ def test_ctrl_c_exits_130_with_a_word(monkeypatch: pytest.MonkeyPatch, capsys: p
     monkeypatch.setattr("pytest_sglang.cli.load.run_load", interrupted)
     assert main(["--url", "http://127.0.0.1:9", "--concurrency", "1", *BASE]) == 130
     assert capsys.readouterr().err.strip() == "interrupted: the load was stopped and every request in flight cancelled"
+
+
+# ---- the same environment, values, files and Ctrl-C as the plugin (tests/cli/test_common.py) ----
+def _load_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.endswith("SGLANG_API_KEY")}
+    return subprocess.run([sys.executable, "-m", "pytest_sglang", "load", *args], capture_output=True, text=True,
+                          timeout=120, env={**clean, **(env or {})})
+
+
+def test_url_json_and_dataset_are_checked_before_anything_is_sent(tmp_path: Path) -> None:
+    shape = ["--concurrency", "1", *BASE]
+    scheme = _load_cli("--url", "127.0.0.1:30000", *shape)
+    # Before: a raw NonHttpUrlClientError traceback.
+    assert scheme.returncode == 2 and "Traceback" not in scheme.stderr
+    assert scheme.stderr.strip().endswith("error: --url='127.0.0.1:30000': the URL has no scheme://. "
+                                          "Fix: write http://127.0.0.1:30000 (or https:// for a TLS endpoint)")
+    (tmp_path / "file").write_text("")
+    out = _load_cli("--url", "http://127.0.0.1:9", *shape, "--json", str(tmp_path / "file" / "r.jsonl"))
+    assert out.returncode == 2 and "--json=" in out.stderr and "is a file, not a directory" in out.stderr
+    big = tmp_path / "share.json"
+    with big.open("wb") as fh:
+        fh.truncate(65 * 2**20)
+    data = _load_cli("--url", "http://127.0.0.1:9", *shape, "--dataset", f"sharegpt:{big}")
+    assert data.returncode == 2
+    assert f"dataset='{big}': is 65.0 MiB, larger than the 64.0 MiB cap of a file read whole. Fix: keep the " \
+        "prompts the load uses" in data.stderr
+
+
+def test_the_key_comes_from_sglang_api_key_and_a_401_names_its_source(sim_factory: SimFactory) -> None:
+    url = sim_factory("--api-key", "sk-load").url
+    shape = ["--url", url, "--concurrency", "1", *BASE]
+    denied = _load_cli(*shape, env={"SGLANG_API_KEY": "sk-nope"})
+    assert denied.returncode == 2, denied.stderr
+    assert "answered 401: the server refused the key from env SGLANG_API_KEY" in denied.stderr
+    assert "sk-nope" not in denied.stderr
+    ok = _load_cli(*shape, env={"SGLANG_API_KEY": "sk-load"})
+    assert ok.returncode == 0, ok.stderr
+    assert "Successful requests:                     4" in ok.stdout

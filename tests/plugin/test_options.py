@@ -77,7 +77,8 @@ def test_markers_show_each_gate_exactly_as_its_signature(pytester: pytest.Pytest
     for gate in GATES:
         line = next((x for x in out.splitlines() if x.startswith(f"@pytest.mark.{gate.marker}(")), "")
         assert line.startswith(_signature_line(gate.marker, gate.load())), line
-        assert line.endswith(f"{gate.summary} See https://github.com/pytest-sglang/pytest-sglang#markers")
+        assert line.endswith(f"{gate.summary} See "
+                             "https://github.com/pytest-sglang/pytest-sglang/blob/main/docs/plugin.md#markers")
 
 
 def test_markers_are_registered_without_importing_the_gates(pytester: pytest.Pytester) -> None:

@@ -51,6 +51,9 @@ def test_gate_passes_on_the_trained_model(results: dict[str, AccuracyResult]) ->
     result = results["good"]
     assert judge(result, MIN_SCORE) == [], result.summary()
     assert result.errors == 0 and result.total == 200, result.summary()
+    # The training script refuses a model below 0.95 on these same 200 prompts (HF greedy): whatever
+    # weights a machine trains, SGLang's score stays far enough above 0.8 that the interval clears it
+    # (0.95 -> lower bound 0.91; it takes 174/200 = 0.87 for a lower bound above 0.8).
     assert result.interval[0] > MIN_SCORE, f"well above the floor: its whole interval clears it; {result.summary()}"
     assert result.harness["route"] == "completions" and result.harness["shots"] == 5
 
@@ -76,11 +79,15 @@ def _eval_cli(url: str, examples: int, out: Path) -> subprocess.CompletedProcess
 def test_eval_cli_passes_the_good_launch_and_fails_the_misconfigured_one(
     servers: dict[str, RawServer], tmp_path: Path,
 ) -> None:
-    good = _eval_cli(servers["good"].url, 50, tmp_path / "good.json")  # 50/50: interval [0.929, 1]
+    good = _eval_cli(servers["good"].url, 50, tmp_path / "good.json")
     assert good.returncode == 0, good.stdout + good.stderr
     assert "passed (min_score 0.8)" in good.stdout
     verdict = json.loads((tmp_path / "good.json").read_text())
-    assert verdict["verdict"]["passed"] is True and verdict["interval"]["low"] > MIN_SCORE
+    # Properties, not this machine's figures: the training bar (>= 0.95 on the 200 prompts) leaves up to
+    # 10 wrong answers, all of which may fall in the first 50, so only "not below the floor" is certain.
+    low, high = verdict["interval"]["low"], verdict["interval"]["high"]
+    assert verdict["verdict"]["passed"] is True and low <= verdict["score"] <= high and high >= MIN_SCORE
+    assert verdict["correct"] == round(verdict["score"] * 50)
 
     bad = _eval_cli(servers["wrong_rope"].url, 50, tmp_path / "bad.json")
     assert bad.returncode == 1, bad.stdout + bad.stderr

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import itertools
 import json
 import os
+import shutil
+import signal
 import struct
 import subprocess
 import tempfile
@@ -19,6 +22,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -29,6 +34,8 @@ FLAGS = [
     "--no-first-run",
     "--disable-background-networking",
     "--disable-component-update",
+    "--disable-breakpad",  # no crash handler: one helper fewer outliving the browser
+    "--disable-crash-reporter",
     "--disable-sync",
     "--disable-default-apps",
     "--disable-extensions",
@@ -49,22 +56,82 @@ class PageResult:
 
 
 def open_page(path: Path, log_path: Path, timeout_s: float = 60.0) -> PageResult:
-    with tempfile.TemporaryDirectory() as profile, log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            port = _devtools_port(Path(profile), proc, timeout_s)
-            return asyncio.run(asyncio.wait_for(_drive(port, path.resolve().as_uri()), timeout_s))
-        finally:
-            proc.terminate()
+    profile = Path(tempfile.mkdtemp(prefix="pytest-sglang-chromium-"))
+    try:
+        with log_path.open("wb") as log:
+            # A session of its own: chromium's helpers (zygotes, renderers, utility processes) stay
+            # in it even when re-parented, so a stop can find and wait for every one of them.
+            proc = subprocess.Popen(
+                [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                port = _devtools_port(profile, proc, timeout_s)
+                return asyncio.run(asyncio.wait_for(_drive(port, path.resolve().as_uri()), timeout_s))
+            finally:
+                left = stop_tree(proc)
+                assert not left, f"chromium processes still alive after SIGKILL: {left}"
+    finally:
+        # Only after every process is gone: a helper still writing into the profile made rmtree fail
+        # with "Directory not empty: 'Default'".
+        shutil.rmtree(profile)
+
+
+def session_members(sid: int) -> list[psutil.Process]:
+    """The live processes of session ``sid``: its leader's tree and helpers re-parented away from it."""
+    found: dict[int, psutil.Process] = {}
+    with contextlib.suppress(psutil.NoSuchProcess):
+        root = psutil.Process(sid)
+        found = {p.pid: p for p in (root, *root.children(recursive=True))}
+    for p in psutil.process_iter():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if p.pid not in found and os.getsid(p.pid) == sid:
+                found[p.pid] = p
+    return [p for p in found.values() if _running(p)]
+
+
+def stop_tree(proc: subprocess.Popen[bytes], timeout_s: float = 10.0) -> list[str]:
+    """Stop ``proc`` (started in a session of its own) and its whole session; wait until each has exited.
+
+    SIGTERM to the process group first (chromium then shuts its helpers down), SIGKILL to whatever is
+    left after ``timeout_s``. Returns the processes still running after that (none, unless the kernel
+    is stuck). A zombie counts as exited: it holds no files (a container's PID 1 may never reap it).
+    """
+    members = session_members(proc.pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout_s)
+    helpers = {p.pid: p for p in members if p.pid != proc.pid}
+    helpers.update({p.pid: p for p in session_members(proc.pid) if p.pid != proc.pid})  # started while stopping
+    alive = _wait_gone(list(helpers.values()), timeout_s)
+    for p in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    return [f"{p.pid} {p.name()}" for p in _wait_gone(alive, timeout_s)]
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _wait_gone(procs: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Poll until none of ``procs`` runs (they need not be our children), or ``timeout_s``: those left."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = [p for p in procs if _running(p)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
 
 
 def _devtools_port(profile: Path, proc: subprocess.Popen[bytes], timeout_s: float) -> int:

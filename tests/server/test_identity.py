@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -16,6 +18,8 @@ from simlaunch import live, sim_config
 
 from pytest_sglang.errors import ConfigError, ServerStartError
 from pytest_sglang.server import identity, launch
+from pytest_sglang.server.base import RunningProcess
+from pytest_sglang.server.docker.container import RunningContainer
 from pytest_sglang.server.probe import Expected, Target
 from pytest_sglang.server.url import parse_server_url
 
@@ -72,7 +76,8 @@ def test_a_port_taken_after_the_check_is_caught_by_the_identity_check(
     assert lose_the_race and lose_the_race[0].hits  # the twin answered the probes
     lines = str(excinfo.value).splitlines()
     assert "was launched, but another server answers at " in lines[0]
-    assert f"port {port} is held by pid {os.getpid()} (" in lines[0] and "running before this launch" in lines[0]
+    assert f"port {port} is held by pid {os.getpid()} (" in lines[0]
+    assert "which is neither the launched process nor one it started" in lines[0]
     assert lines[-1].startswith(f"Fix: stop what holds port {port} (ss -ltnp 'sport = :{port}'), or drop --port")
     assert live() == []  # our server was stopped
 
@@ -95,3 +100,102 @@ def test_server_info_must_reflect_the_launch_where_no_pid_is_known() -> None:
         "its /server_info says model_path 'org/model-b', but the launched server was given "
         "--model-path 'org/model-a'")
     assert identity.mismatch(target, None) is None  # --sglang-validate off and not JSON: nothing to compare
+
+
+TWIN = Path(__file__).with_name("twin.py")
+
+
+@pytest.fixture
+def late_twin() -> Iterator[tuple[list[subprocess.Popen[str]], object]]:
+    """``on_start`` that starts a foreign twin process on the port while the launched server still loads."""
+    twins: list[subprocess.Popen[str]] = []
+
+    def bind_after_launch(proc: RunningProcess, port: int) -> None:
+        twin = subprocess.Popen([sys.executable, str(TWIN), str(port), MODEL], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True, cwd=TWIN.parent,
+                                env={**os.environ, "PYTHONPATH": str(TWIN.parent)})
+        twins.append(twin)
+        assert twin.stdout is not None and twin.stdout.readline().strip() == "listening"
+
+    yield twins, bind_after_launch
+    for twin in twins:
+        twin.kill()
+        twin.communicate(timeout=10)  # reaps it and closes its pipes
+
+
+@pytest.mark.parametrize("how", ["--port in the launch args", "a fleet worker's port"])
+def test_a_server_binding_the_port_after_the_launch_is_refused_whatever_its_age(
+    tmp_path: Path, port: int, late_twin: tuple[list[subprocess.Popen[str]], object], how: str
+) -> None:
+    # Issue 22: a twin started after the launch, younger than it, used to pass as ours (same port and model).
+    twins, bind = late_twin
+    slow = ("--sim-time-scale", "20")  # ~18 s of loading: the twin answers long before ours would
+    args = (*slow, "--port", str(port)) if how.startswith("--port") else slow
+    t0 = time.monotonic()
+    with pytest.raises(ServerStartError) as excinfo:
+        launch(sim_config(tmp_path, *args), port=None if how.startswith("--port") else port,
+               on_start=lambda proc: bind(proc, port))  # type: ignore[operator]
+    assert time.monotonic() - t0 < 15
+    first = str(excinfo.value).splitlines()[0]
+    assert "was launched, but another server answers at " in first
+    assert f"port {port} is held by pid {twins[0].pid} (" in first
+    assert "twin.py" in first and "which is neither the launched process nor one it started" in first
+    assert live() == []  # ours was stopped
+
+
+def test_a_listener_of_another_user_is_foreign_when_our_tree_is_readable(monkeypatch: pytest.MonkeyPatch) -> None:
+    me = os.getpid()
+    monkeypatch.setattr(identity, "_listener_pids", lambda port: {None})
+    expected = Expected(port=30000, model_path=MODEL, launched_at=time.time())
+    assert identity._socket_verdict(me, expected) == (
+        False, "port 30000 is held by a process of another user, outside the launched process tree")
+    monkeypatch.setattr(identity, "_listener_pids", lambda port: None)  # the socket table is closed to us
+    assert identity._socket_verdict(me, expected) == (None, "")
+
+
+class _EngineView:
+    """What the docker SDK's Container shows of a container: its init's host pid."""
+
+    def __init__(self, pid: int) -> None:
+        self.attrs = {"State": {"Pid": pid}}
+
+    def reload(self) -> None:
+        return None
+
+
+def _host_network_container(init_pid: int, *, host_network: bool = True) -> RunningContainer:
+    container = RunningContainer.__new__(RunningContainer)  # no engine here: only what identity reads
+    container.container = _EngineView(init_pid)  # type: ignore[assignment]
+    container.host_network, container.pid = host_network, None
+    return container
+
+
+def _twin_process(port: int) -> subprocess.Popen[str]:
+    twin = subprocess.Popen([sys.executable, str(TWIN), str(port), MODEL], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, cwd=TWIN.parent,
+                            env={**os.environ, "PYTHONPATH": str(TWIN.parent)})
+    assert twin.stdout is not None and twin.stdout.readline().strip() == "listening"
+    return twin
+
+
+def test_a_host_network_container_is_proven_by_its_init_process_tree(port: int) -> None:
+    info = {"port": port, "model_path": MODEL}
+    expected = Expected(port=port, model_path=MODEL, launched_at=time.time())
+    twin = _twin_process(port)  # stands for the container's server, listening on the host port
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        ours = Target(url=parse_server_url(f"http://127.0.0.1:{port}"), mode="docker",
+                      process=_host_network_container(twin.pid), expected=expected)
+        assert identity.mismatch(ours, info) is None
+        # another container's init (or ours still loading): the listener is not in its tree, whatever /server_info says
+        theirs = Target(url=ours.url, mode="docker", process=_host_network_container(idle.pid), expected=expected)
+        problem = identity.mismatch(theirs, info)
+        assert problem is not None and problem.startswith(f"port {port} is held by pid {twin.pid} (")
+        # a bridge network: the engine holds the published port; /server_info is the proof
+        bridge = Target(url=ours.url, mode="docker", process=_host_network_container(idle.pid, host_network=False),
+                        expected=expected)
+        assert identity.mismatch(bridge, info) is None
+    finally:
+        for proc in (twin, idle):
+            proc.kill()
+            proc.communicate(timeout=10)

@@ -71,8 +71,9 @@ class RunningContainer:
     """The handle the server layer uses: ``url``, ``exit_status()``, ``stop()``, ``describe()``."""
 
     def __init__(self, client: DockerClient, container: Container, *, url: str, image: str,
-                 log_path: Path, memory_limit: int | None) -> None:
+                 log_path: Path, memory_limit: int | None, host_network: bool = False) -> None:
         self.client = client
+        self.host_network = host_network
         self.container = container
         self.url = url
         self.image = image
@@ -179,6 +180,23 @@ class RunningContainer:
                 self.container.kill(signal=signum)
             except APIError:
                 pass  # it exited meanwhile: the exit watcher reports how
+
+    def listener_root_pid(self) -> int | None:
+        """With ``--network host``: the host pid of the container's init, whose tree must hold the port.
+
+        For the identity check only (never signalled). None on a bridge network: there the engine
+        publishes the host port itself (docker-proxy or its NAT rule holds it), and none when unknown.
+        """
+        if not self.host_network:
+            return None
+        from docker.errors import DockerException  # the SDK is optional: imported where it is used
+
+        try:
+            self.container.reload()
+            pid = self.container.attrs.get("State", {}).get("Pid")
+        except (DockerException, OSError):
+            return None
+        return pid if isinstance(pid, int) and pid > 0 else None
 
     def describe(self) -> str:
         status = self._exit

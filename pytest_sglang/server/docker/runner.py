@@ -80,7 +80,7 @@ class DockerRunner:
             client.close()
             raise
         return RunningContainer(client, container, url=url, image=spec.image, log_path=log_path,
-                                memory_limit=spec.memory_bytes)
+                                memory_limit=spec.memory_bytes, host_network=spec.host_network)
 
     def _progress(self, log_path: Path) -> Callable[[str], None]:
         def say(line: str) -> None:

@@ -1,0 +1,184 @@
+"""``@pytest.mark.sglang_probes(...)``: would Kubernetes keep this pod while it serves a load?
+
+The readiness and liveness probes are given as a Kubernetes user writes them (``httpGet.path``,
+``timeoutSeconds``, ``periodSeconds``, ``failureThreshold``; the keywords ``readiness_path``,
+``readiness_timeout_seconds``, ...). During a load (the load keywords) every target (the server, or
+each reachable worker of a fleet) is probed at each probe's period (:mod:`pytest_sglang.loadgen.probing`).
+Each answer is awaited longer than the probe's timeout, so the real latency is known: a probe counts
+as failed, as the kubelet counts it, when it answered later than ``timeoutSeconds`` or outside 200-399.
+``failureThreshold`` failures in a row mark the pod unready (readiness) or restart it (liveness): the
+gate fails naming the probe, the moment in the load and the latencies, and suggests the settings that
+would have held (a timeout above the slowest answer, or a threshold above the longest run of failures).
+
+0.5.23's ``/health`` runs a generation (sglang#22511): under long prefills it answers late, or 503 after
+``SGLANG_HEALTH_CHECK_TIMEOUT`` (20 s). The opposite failure, a stalled data-parallel rank while
+``/health`` stays 200 (sglang PR#32949), no probe sees: with ``check_dp_ranks=True`` the gate also sends
+one-token requests pinned to each DP rank (``routed_dp_rank``) and fails when a rank produces nothing
+within ``rank_timeout_s`` while the probes pass.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import math
+from typing import TYPE_CHECKING, Annotated
+
+import httpx
+
+from pytest_sglang.gates.base import Check, GateOutcome, compare
+from pytest_sglang.gates.keywords import Above, Count, UrlPath
+from pytest_sglang.gates.registry import GateContext
+from pytest_sglang.gates.shares import fleet_of
+from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout, load_spec
+from pytest_sglang.loadgen.probing import Prober, ProbeResult, ProbeSpec
+
+if TYPE_CHECKING:
+    from pytest_sglang.server.handle import SGLangServer
+
+__all__ = ["first_failure", "run_marker", "suggestion"]
+
+GATE = "probes"
+Seconds = Annotated[float, Above(0)]
+#: A probe's ``httpGet.path``; None: no such probe.
+ProbePath = Annotated[str | None, UrlPath()]
+_VERDICT = {"readiness": "marked the pod unready (removed from the Service)", "liveness": "restarted the pod"}
+_RANK_FIX = ("a DP rank that produces no token while /health answers 200 is stalled (sglang PR#32949): restart "
+             "the server; probe a generation pinned to each rank (routed_dp_rank) rather than /health alone")
+
+
+def first_failure(results: list[ProbeResult], spec: ProbeSpec) -> list[ProbeResult] | None:
+    """The first run of ``failure_threshold`` consecutive failures (None when the probe held)."""
+    run: list[ProbeResult] = []
+    for result in results:
+        if _failed(result, spec):
+            run.append(result)
+            if len(run) >= spec.failure_threshold:
+                return run
+        else:
+            run = []
+    return None
+
+
+def _failed(result: ProbeResult, spec: ProbeSpec) -> bool:
+    return not result.ok or result.latency_s > spec.timeout_s
+
+
+def suggestion(results: list[ProbeResult], spec: ProbeSpec) -> str:
+    """Settings that would have held over these results."""
+    answered = [r for r in results if r.ok]
+    if answered and all(r.ok or r.status is None for r in results) and len(answered) == len(results):
+        slowest = max(r.latency_s for r in answered)
+        return (f"timeoutSeconds: {math.ceil(slowest * 1.25 + 0.5)} would have held (the slowest answer took "
+                f"{slowest:.2f} s)")
+    longest, run = 0, 0
+    for result in results:
+        run = run + 1 if _failed(result, spec) else 0
+        longest = max(longest, run)
+    return (f"failureThreshold: {longest + 1} would have held at this timeout ({longest} failures in a row; some "
+            f"probes got no 2xx/3xx answer at all, so a longer timeout alone does not help)")
+
+
+def _specs(values: dict[str, object]) -> list[ProbeSpec]:
+    out = []
+    for kind in ("readiness", "liveness"):
+        path = values[f"{kind}_path"]
+        if not isinstance(path, str):  # None: no such probe (the keyword's type allows nothing else)
+            continue
+        out.append(ProbeSpec(kind, path, float(str(values[f"{kind}_timeout_seconds"])),
+                             float(str(values[f"{kind}_period_seconds"])),
+                             int(str(values[f"{kind}_failure_threshold"]))))
+    return out
+
+
+def _targets(ctx: GateContext) -> list[tuple[str, SGLangServer]]:
+    fleet = fleet_of(ctx.server)
+    if fleet is None:
+        return [(ctx.server.url, ctx.server)]
+    return [(w.name(), w.server) for w in fleet.workers if w.server is not None]
+
+
+def _probe_check(name: str, spec: ProbeSpec, results: list[ProbeResult], load_s: float) -> Check:
+    run = first_failure(results, spec)
+    measured = "held" if run is None else f"failed {len(run)} times in a row"
+    source = f"{name}: {len(results)} probes during the {load_s:.1f} s load"
+    if run is not None:
+        source += (f"; from {run[0].at_s:.1f} s to {run[-1].at_s:.1f} s into the load, latencies "
+                   f"{', '.join(r.describe() for r in run)}: Kubernetes would have {_VERDICT[spec.kind]}")
+    slowest = max((r.latency_s for r in results), default=0.0)
+    return compare(GATE, spec.describe(), measured, "==", "held", source=source,
+                   detail=f"slowest answer {slowest:.2f} s",
+                   remedy=suggestion(results, spec) if run is not None else "")
+
+
+def _rank_check(server: SGLangServer, timeout_s: float) -> Check | None:
+    """One-token generations pinned to each DP rank: how many ranks answered."""
+    dp = int(server.info().get("dp_size") or 1)
+    if dp < 2:
+        return None
+    body = {"text": "ping", "sampling_params": {"max_new_tokens": 1}}
+
+    def ask(rank: int) -> bool:
+        try:
+            with server.client(timeout=httpx.Timeout(timeout_s, connect=5.0)) as client:
+                return client.post("/generate", json={**body, "routed_dp_rank": rank}).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    ranks = list(range(dp)) * 2  # twice: a round-robin balancer that ignores the pin still reaches every rank
+    with concurrent.futures.ThreadPoolExecutor(len(ranks)) as pool:
+        answers = list(pool.map(ask, ranks))
+    silent = sorted({r for r, ok in zip(ranks, answers, strict=True) if not ok})
+    return compare(GATE, "DP ranks producing tokens", dp - len(silent), "==", dp, unit="ranks",
+                   source=f"{server.url}: 2 one-token /generate requests per rank (routed_dp_rank), {timeout_s:g} s "
+                          f"each" + (f"; rank(s) {', '.join(map(str, silent))} answered nothing" if silent else ""),
+                   remedy=_RANK_FIX)
+
+
+def run_marker(
+    ctx: GateContext,
+    *,
+    readiness_path: ProbePath = "/health",
+    readiness_timeout_seconds: Seconds = 1.0,
+    readiness_period_seconds: Seconds = 10.0,
+    readiness_failure_threshold: Count = 3,
+    liveness_path: ProbePath = "/health",
+    liveness_timeout_seconds: Seconds = 1.0,
+    liveness_period_seconds: Seconds = 10.0,
+    liveness_failure_threshold: Count = 3,
+    check_dp_ranks: bool = True,
+    rank_timeout_s: Seconds = 30.0,
+    concurrency: InFlight = 16,
+    requests: Requests = 64,
+    input_len: Length = 2048,
+    output_len: Length = 64,
+    request_timeout_s: Timeout = None,
+    load_timeout_s: Timeout = None,
+) -> GateOutcome:
+    """``@pytest.mark.sglang_probes``: the probes hold during the load, and every DP rank answers.
+
+    Defaults are Kubernetes' own (``timeoutSeconds`` 1, ``periodSeconds`` 10, ``failureThreshold`` 3);
+    a path of None drops that probe. See the module docstring. This signature declares the keywords.
+    """
+    specs = _specs(dict(locals()))
+    out = GateOutcome(GATE)
+    targets = _targets(ctx)
+    spec = load_spec(requests=requests, concurrency=concurrency, request_rate=None, input_len=input_len,
+                     output_len=output_len, api="native", request_timeout_s=request_timeout_s,
+                     load_timeout_s=load_timeout_s)
+    # awaited past the probe's timeout, so the real latency is measured and suggestions can use it
+    measured = [ProbeSpec(s.kind, s.path, s.timeout_s * 5 + 5, s.period_s, s.failure_threshold) for s in specs]
+    prober = Prober(targets, measured).start()
+    try:
+        result = ctx.load(spec)
+    finally:
+        prober.stop()
+    for name, _ in targets:
+        for probe in specs:
+            out.checks.append(_probe_check(name, probe, prober.results[(name, probe.kind)], result.duration))
+    out.context["load"] = f"{spec.shape()}: {result.completed} completed, {result.failed} failed"
+    if check_dp_ranks:
+        for _, server in targets:
+            check = _rank_check(server, rank_timeout_s)
+            if check is not None:
+                out.checks.append(check)
+    return out

@@ -1,0 +1,183 @@
+"""``@pytest.mark.sglang_speculative(...)``: speculative decoding still accepts drafts, and still pays off.
+
+A collapse is silent: with acceptance length 1.00 every answer is still right (speculation is lossless,
+so accuracy gates cannot see it) and the server is slower than without speculation (sglang PR#21272).
+
+* ``min_accept_length``: accepted tokens per verify step (drafts + the bonus token), over ``samples``
+  greedy ``/generate`` requests' ``meta_info`` (``completion_tokens / spec_verify_ct`` summed, SGLang's
+  own average; :mod:`pytest_sglang.loadgen.spec_sample`). The server's ``sglang:spec_accept_length``
+  gauge (either spelling; the last batch only) and ``/server_info`` ``avg_spec_accept_length`` (since
+  the start) are shown beside it.
+* ``min_accept_rate``: accepted / proposed drafts (``meta_info.spec_accept_rate``), averaged per request.
+* ``min_speedup``: output throughput of a load (the load keywords) on this server over the same load on
+  the same model without speculation: ``reference_url``, or a server the gate launches with
+  ``sglang_server_factory`` from this server's launch args minus every ``--speculative-*`` flag.
+
+A server launched without ``--speculative-algorithm`` fails the gate: there is nothing to judge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Annotated
+
+from pytest_sglang.errors import SGLangError
+from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
+from pytest_sglang.gates.keywords import Above, AnyOf, Count, Fraction, rules
+from pytest_sglang.gates.registry import GateContext, LockingLoad
+from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout, load_spec
+from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
+from pytest_sglang.loadgen.spec_sample import SpecSample, sample_acceptance
+from pytest_sglang.server.start import attach
+from pytest_sglang.sglang import metrics_text as promtext
+
+if TYPE_CHECKING:
+    from pytest_sglang.server.handle import SGLangServer
+
+__all__ = ["run_marker"]
+
+GATE = "speculative"
+_SAMPLE_TIMEOUT_S = 300.0
+_SPEC_FIX = ("acceptance collapses when the draft does not match the target (an EAGLE/EAGLE3 draft trained for "
+             "another revision, a wrong --speculative-draft-model-path or --speculative-token-map, a changed "
+             "chat template or tokenizer); check the draft model and --speculative-num-steps/-eagle-topk/"
+             "-num-draft-tokens")
+_SPEEDUP_FIX = ("speculation costs more than it gains here: lower --speculative-num-steps/--speculative-num-draft-"
+                "tokens, raise acceptance (a better-matched draft), or turn it off at this batch size")
+_REFERENCE_FIX = ("give reference_url=URL (the same model launched without --speculative-*), or launch the server "
+                  "with --sglang-launch so the gate can launch the reference itself")
+
+
+def _lock(ctx: GateContext) -> contextlib.AbstractContextManager[None]:
+    return ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext()
+
+
+def _server_side(server: SGLangServer) -> str:
+    """The server's own figures: the last-batch gauge and the since-start average."""
+    parts = []
+    try:
+        metrics = server.metrics()
+    except SGLangError as exc:
+        parts.append(f"/metrics not read ({str(exc).splitlines()[0][:120]})")
+    else:
+        samples = metrics.get(promtext.canonical("sglang:spec_accept_length"), [])
+        shown = f"{sum(s.value for s in samples) / len(samples):.2f}" if samples else "absent"
+        parts.append(f"sglang:spec_accept_length (last batch) {shown}")
+    try:
+        states = server.info().get("internal_states") or []
+    except SGLangError:
+        states = []
+    averages = [s.get("avg_spec_accept_length") for s in states if isinstance(s, dict)]
+    numbers = [a for a in averages if isinstance(a, (int, float))]
+    parts.append("/server_info avg_spec_accept_length (since start) "
+                 + (", ".join(f"{a:.2f}" for a in numbers) if numbers else "absent"))
+    return "; ".join(parts)
+
+
+def _acceptance_checks(sample: SpecSample, min_length: float | None, min_rate: float | None,
+                       source: str) -> list[Check]:
+    checks = []
+    where = f"{source}; {sample.distribution()}"
+    if min_length is not None:
+        length = None if sample.mean_length is None else round(sample.mean_length, 3)
+        checks.append(compare(GATE, "spec_accept_length", length, ">=", min_length, unit="tokens/step",
+                              keyword="min_accept_length", source=where, remedy=_SPEC_FIX))
+    if min_rate is not None:
+        rate = None if sample.mean_rate is None else round(sample.mean_rate, 3)
+        checks.append(compare(GATE, "spec_accept_rate", rate, ">=", min_rate, keyword="min_accept_rate",
+                              source=where, remedy=_SPEC_FIX))
+    return checks
+
+
+def _reference(ctx: GateContext, url: str | None) -> tuple[SGLangServer | None, str]:
+    if url is not None:
+        server = attach(url, api_key=ctx.server.api_key, validate=ctx.server.validate)
+        return server, f"reference_url {server.server_url}"
+    config = ctx.server.config
+    if ctx.factory is None or config is None:
+        return None, "the server was attached and no reference_url was given"
+    args = config.launch_args
+    spec_flags = {t.dest for t in args.tokens if t.dest is not None and t.dest.startswith("speculative_")}
+    server = ctx.factory(args.without(*spec_flags))
+    return server, f"launched by the gate without --speculative-* ({server.url})"
+
+
+def _speedup_check(ctx: GateContext, spec: LoadSpec, minimum: float, url: str | None, out: GateOutcome) -> None:
+    reference, how = _reference(ctx, url)
+    if reference is None:
+        out.checks.append(compare(GATE, "speedup", None, ">=", minimum, keyword="min_speedup",
+                                  source=f"no server without speculation: {how}", remedy=_REFERENCE_FIX))
+        return
+    algorithm = reference.info().get("speculative_algorithm")
+    if algorithm:
+        out.checks.append(compare(GATE, "speculative_algorithm of the reference", algorithm, "==", None,
+                                  source=how, remedy=_REFERENCE_FIX))
+        return
+    mine = ctx.load(spec)
+    with _lock(ctx):
+        theirs = run_load(reference.url, spec, api_key=reference.api_key)
+    out.checks.append(_ratio(mine, theirs, minimum, how))
+    out.context["throughput"] = (f"{spec.shape()}: with speculation {fmt(mine.output_throughput)} tok/s (ITL median "
+                                 f"{fmt(mine.median_itl_ms)} ms, {mine.failed} failed); without "
+                                 f"{fmt(theirs.output_throughput)} tok/s (ITL median {fmt(theirs.median_itl_ms)} ms, "
+                                 f"{theirs.failed} failed)")
+
+
+def _ratio(mine: LoadResult, theirs: LoadResult, minimum: float, how: str) -> Check:
+    ratio = mine.output_throughput / theirs.output_throughput if theirs.output_throughput > 0 else None
+    return compare(GATE, "speedup", None if ratio is None else round(ratio, 3), ">=", minimum, unit="x",
+                   keyword="min_speedup", remedy=_SPEEDUP_FIX, detail=mine.spec.shape(),
+                   source=f"output throughput with speculation {fmt(mine.output_throughput)} tok/s over without "
+                          f"{fmt(theirs.output_throughput)} tok/s, same load; reference: {how}")
+
+
+@rules(AnyOf(("min_accept_length", "min_accept_rate", "min_speedup")))
+def run_marker(
+    ctx: GateContext,
+    *,
+    min_accept_length: Annotated[float | None, Above(1)] = None,
+    min_accept_rate: Annotated[float | None, Fraction()] = None,
+    min_speedup: Annotated[float | None, Above(0)] = None,
+    reference_url: str | None = None,
+    samples: Count = 16,
+    concurrency: InFlight = 8,
+    requests: Requests = 64,
+    input_len: Length = 256,
+    output_len: Length = 128,
+    request_timeout_s: Timeout = None,
+    load_timeout_s: Timeout = None,
+) -> GateOutcome:
+    """``@pytest.mark.sglang_speculative``: acceptance floors and the speedup over no speculation.
+
+    See the module docstring. ``samples`` greedy requests of ``output_len`` tokens measure acceptance;
+    the load keywords (``concurrency`` ... ``load_timeout_s``) shape the ``min_speedup`` load, run on
+    both servers. This signature declares the marker's keywords.
+    """
+    out = GateOutcome(GATE)
+    algorithm = ctx.server.info().get("speculative_algorithm")
+    if not algorithm:
+        out.add(compare(GATE, "speculative_algorithm", None, "!=", None, source="/server_info speculative_algorithm",
+                        remedy="launch SGLang with --speculative-algorithm EAGLE|EAGLE3|NEXTN|NGRAM|STANDALONE"))
+        return out
+    out.context["speculation"] = f"{algorithm} ({_flags(ctx.server)})"
+    if min_accept_length is not None or min_accept_rate is not None:
+        with _lock(ctx):
+            sample = sample_acceptance(ctx.server, samples=samples, output_len=output_len,
+                                       timeout_s=request_timeout_s or _SAMPLE_TIMEOUT_S)
+        source = f"meta_info of {samples} greedy /generate requests of {output_len} tokens"
+        out.checks += _acceptance_checks(sample, min_accept_length, min_accept_rate, source)
+        out.context["server's figures"] = _server_side(ctx.server)
+        if sample.failed:
+            out.notes.append(f"{len(sample.failed)} sampled request(s) failed: {', '.join(sample.failed[:3])}")
+    if min_speedup is not None:
+        spec = load_spec(requests=requests, concurrency=concurrency, request_rate=None, input_len=input_len,
+                         output_len=output_len, api="native", request_timeout_s=request_timeout_s,
+                         load_timeout_s=load_timeout_s)
+        _speedup_check(ctx, spec, min_speedup, reference_url, out)
+    return out
+
+
+def _flags(server: SGLangServer) -> str:
+    info = server.info()
+    names = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+    return ", ".join(f"{n.removeprefix('speculative_')}={info.get(n)}" for n in names)

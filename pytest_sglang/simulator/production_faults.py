@@ -1,0 +1,78 @@
+"""The production ``--sim-fault`` kinds: failures that pass every one-moment gate (issue 20).
+
+``corrupt-weights``          one tensor's weights differ from the model path's (``/weights_checker``
+                             answers another checksum; every answer still looks fine)
+``spec-collapse``            speculative decoding accepts no draft token: acceptance length 1.00, and
+                             each step still pays for the drafts (slower than without speculation)
+``spec-slow``                acceptance is as configured but each verify step costs as much as the
+                             tokens it accepts: no speedup over decoding without speculation
+``health-under-load:S``      while requests are running, ``/health`` answers S (simulated) seconds later
+                             (the health generation waits behind long prefills, sglang#22511)
+``stalled-dp-rank:K``        data-parallel rank K never produces a token; ``/health`` stays 200
+                             (sglang PR#32949). The simulator's one engine stands for every rank: the
+                             requests pinned to rank K (``routed_dp_rank``) or given to it by the round-robin
+                             balancer (0.5.23's default ``--load-balance-method``) hang
+
+Kept apart from :mod:`.faults` (which only routes these kinds here), as the PD kinds are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+PRODUCTION_KINDS = ("corrupt-weights", "spec-collapse", "spec-slow", "health-under-load", "stalled-dp-rank")
+_SWITCHES = ("corrupt-weights", "spec-collapse", "spec-slow")
+
+
+@dataclass(frozen=True)
+class ProductionFaults:
+    corrupt_weights: bool = False
+    spec_collapse: bool = False
+    spec_slow: bool = False
+    health_under_load_s: float = 0.0
+    stalled_dp_rank: int | None = None
+
+
+def _bad(spec: str, why: str) -> argparse.ArgumentTypeError:
+    return argparse.ArgumentTypeError(f"--sim-fault {spec!r}: {why}")
+
+
+def check_production_fault(spec: str) -> str:
+    """Argparse ``type=`` for these kinds: validate ``KIND[:ARG]`` and return it unchanged."""
+    kind, sep, arg = spec.partition(":")
+    if kind in _SWITCHES:
+        if sep:
+            raise _bad(spec, f"{kind} takes no argument (e.g. --sim-fault {kind})")
+    elif kind == "health-under-load":
+        try:
+            value = float(arg)
+        except ValueError:
+            raise _bad(spec, "health-under-load needs seconds, e.g. health-under-load:3") from None
+        if not math.isfinite(value) or value < 0:
+            raise _bad(spec, "health-under-load must be >= 0 seconds")
+    elif kind == "stalled-dp-rank":
+        if not arg.isdigit():
+            raise _bad(spec, "stalled-dp-rank needs a rank number, e.g. stalled-dp-rank:1 (with --dp-size 2)")
+    else:
+        raise _bad(spec, f"unknown fault kind {kind!r}; choose one of {', '.join(PRODUCTION_KINDS)}")
+    return spec
+
+
+def parse_production_faults(specs: Iterable[str]) -> ProductionFaults:
+    """These faults among all ``--sim-fault`` specs (other kinds are ignored)."""
+    out = ProductionFaults()
+    for spec in specs:
+        kind, _, arg = spec.partition(":")
+        if kind not in PRODUCTION_KINDS:
+            continue
+        check_production_fault(spec)
+        if kind in _SWITCHES:
+            out = replace(out, **{kind.replace("-", "_"): True})
+        elif kind == "health-under-load":
+            out = replace(out, health_under_load_s=float(arg))
+        else:
+            out = replace(out, stalled_dp_rank=int(arg))
+    return out

@@ -1,0 +1,92 @@
+"""``sglang_probes``: Kubernetes probes during a load, against the simulator launched by pytest.
+
+Healthy: the probes hold. ``health-under-load`` (``/health`` 1 s late while requests run, as a health
+generation waits behind long prefills): a 0.5 s timeout fails 3 times in a row and the message names the
+probe, the moment, the latencies and a timeout that would have held. ``stalled-dp-rank``: every probe
+passes, but one DP rank produces nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_sglang.gates.probes import first_failure, suggestion
+from pytest_sglang.loadgen.probing import ProbeResult, ProbeSpec
+
+# 8 ms per decode step (160 ms x 0.05): the load below lasts several seconds
+LAUNCH = "--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.05 --sim-decode-step-ms 160"
+PROBES = ("readiness_timeout_seconds=0.5, readiness_period_seconds=0.25, liveness_path=None, requests=48, "
+          "concurrency=8, input_len=256, output_len=128")
+INNER = f"""
+import pytest
+
+
+@pytest.mark.sglang_probes({PROBES})
+def test_pod_survives():
+    pass
+"""
+
+
+def _run(pytester: pytest.Pytester, launch: str, inner: str = INNER) -> pytest.RunResult:
+    pytester.makepyfile(test_inner=inner)
+    return pytester.runpytest_subprocess("--sglang-simulate", "--sglang-launch", launch, "-p", "no:cacheprovider",
+                                         "-rfE")
+
+
+def test_probes_hold_on_a_healthy_server(pytester: pytest.Pytester) -> None:
+    _run(pytester, LAUNCH).assert_outcomes(passed=1)
+
+
+def test_slow_health_under_load_fails_the_readiness_probe_with_when_and_a_fix(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, LAUNCH + " --sim-fault health-under-load:20")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "  readiness probe GET /health (timeoutSeconds 0.5, periodSeconds 0.25, failureThreshold 3): measured failed "
+        "3 times in a row, required == held [[]http://127.0.0.1:*: * probes during the * s load; from * s to * s "
+        "into the load, latencies 1.* s (200), 1.* s (200), 1.* s (200): Kubernetes would have marked the pod "
+        "unready (removed from the Service)[]]: FAILED",
+    ])
+    result.stdout.fnmatch_lines(["Fix: timeoutSeconds: 2 would have held (the slowest answer took 1.* s)"])
+
+
+def test_a_stalled_dp_rank_is_caught_while_every_probe_holds(pytester: pytest.Pytester) -> None:
+    inner = """
+import pytest
+
+
+@pytest.mark.sglang_probes(readiness_timeout_seconds=2, readiness_period_seconds=0.5, liveness_timeout_seconds=2,
+                           liveness_period_seconds=0.5, rank_timeout_s=2, requests=8, concurrency=4, input_len=64,
+                           output_len=16, request_timeout_s=3)
+def test_pod_survives():
+    pass
+"""
+    result = _run(pytester, LAUNCH + " --dp-size 2 --sim-fault stalled-dp-rank:1", inner)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["sglang probes gate failed: DP ranks producing tokens 1 ranks (required == 2)"])
+    result.stdout.fnmatch_lines(["  readiness probe GET /health *: measured held, required == held *: ok",
+                                 "  liveness probe GET /health *: measured held, required == held *: ok",
+                                 "  DP ranks producing tokens: measured 1 ranks, required == 2 ranks [[]*; rank(s) 1 "
+                                 "answered nothing[]]: FAILED"])
+
+
+def test_a_path_without_a_slash_is_named_with_the_fix(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, LAUNCH, INNER.replace("liveness_path=None", "liveness_path='health'"))
+    assert result.ret != 0 and "SGLang ready" not in result.stdout.str()  # refused at collection
+    lines = result.stdout.lines + result.stderr.lines
+    assert any("@pytest.mark.sglang_probes(liveness_path='health'): must be a string starting with /. Fix: give "
+               "liveness_path a string starting with /, or leave it out" in line for line in lines), lines
+
+
+def _r(at: float, latency: float, status: int | None = 200) -> ProbeResult:
+    return ProbeResult(at, status, latency)
+
+
+def test_a_failure_needs_threshold_failures_in_a_row_and_503s_suggest_a_threshold() -> None:
+    spec = ProbeSpec("liveness", "/health", 1.0, 10.0, 3)
+    slow = [_r(0, 0.2), _r(10, 1.5), _r(20, 1.6), _r(30, 0.3), _r(40, 1.2)]
+    assert first_failure(slow, spec) is None
+    failing = [_r(0, 0.2), _r(10, 0.3, 503), _r(20, 0.2, 503), _r(30, 1.5), _r(40, 0.2)]
+    run = first_failure(failing, spec)
+    assert run is not None and [r.at_s for r in run] == [10, 20, 30]
+    assert suggestion(failing, spec).startswith("failureThreshold: 4 would have held")
+    assert suggestion(slow, spec) == "timeoutSeconds: 3 would have held (the slowest answer took 1.60 s)"

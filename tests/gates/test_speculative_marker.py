@@ -1,0 +1,111 @@
+"""``sglang_speculative``: healthy speculation passes; a collapse (acceptance 1.00) and a speculation that
+gains nothing (``spec-slow``) fail with the measured figures, against the simulator launched by pytest.
+
+The gate launches the reference itself (the same launch without ``--speculative-*``). Decode steps are
+made long (``--sim-decode-step-ms 40`` at time scale 0.25: 10 ms) so the simulated step time, not the
+HTTP overhead, sets the throughput the speedup compares.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+import pytest
+
+from pytest_sglang.simulator import Simulator
+
+BASE = ("--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.25 --sim-decode-step-ms 40 "
+        "--enable-metrics --speculative-algorithm EAGLE3 --speculative-num-steps 3 "
+        "--speculative-draft-model-path sim/tiny-llama-eagle3")
+MARK = ("@pytest.mark.sglang_speculative(min_accept_length=2.0, min_accept_rate=0.5, min_speedup=1.3, samples=8, "
+        "requests=16, concurrency=4, input_len=32, output_len=64)")
+INNER = f"""
+import pytest
+
+
+{MARK}
+def test_speculation_pays_off():
+    pass
+"""
+
+
+def _run(pytester: pytest.Pytester, launch: str) -> pytest.RunResult:
+    pytester.makepyfile(test_inner=INNER)
+    return pytester.runpytest_subprocess("--sglang-simulate", "--sglang-launch", launch, "-p", "no:cacheprovider",
+                                         "-rfE")
+
+
+def test_healthy_speculation_passes_every_floor(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, BASE)
+    result.assert_outcomes(passed=1)
+
+
+def test_a_collapse_fails_with_acceptance_1_and_no_speedup(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, BASE + " --sim-fault spec-collapse")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "sglang speculative gate failed: min_accept_length=2.0: measured 1.0* tokens/step (spec_accept_length)*",
+    ])
+    result.stdout.fnmatch_lines([
+        "  min_accept_length=2.0: spec_accept_length measured 1.0* tokens/step, required >= 2 tokens/step [[]meta_info "
+        "of 8 greedy /generate requests of 64 tokens; spec_accept_length per request: min 1.0* / median 1.0* / max "
+        "1.0* over 8 requests; verify steps by accepted drafts: 0: 100%[]]: FAILED",
+    ])
+    result.stdout.fnmatch_lines(["  min_speedup=1.3: speedup measured 0.* x, required >= 1.3 x [[]output throughput "
+                                 "with speculation * tok/s over without * tok/s, same load; reference: launched by "
+                                 "the gate without --speculative-* *[]]: FAILED"])
+    result.stdout.fnmatch_lines(["  server's figures: sglang:spec_accept_length (last batch) 1.00; /server_info "
+                                 "avg_spec_accept_length (since start) 1.00"])
+
+
+def test_speculation_without_a_gain_fails_the_speedup_only(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, BASE + " --sim-fault spec-slow")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["sglang speculative gate failed: min_speedup=1.3: measured *"])
+    result.stdout.fnmatch_lines(["  min_accept_length=2.0: spec_accept_length measured * tokens/step, required >= 2 "
+                                 "tokens/step *: ok",
+                                 "  min_accept_rate=0.5: spec_accept_rate measured *, required >= 0.5 *: ok",
+                                 "  min_speedup=1.3: speedup measured * x, required >= 1.3 x *: FAILED"])
+    result.stdout.fnmatch_lines(["  throughput: 16 requests* with speculation * tok/s (ITL median * ms, 0 failed); "
+                                 "without * tok/s (ITL median * ms, 0 failed)"])
+
+
+def test_a_server_without_speculation_fails_naming_the_flag(pytester: pytest.Pytester) -> None:
+    """Attached (launch args unknown until /server_info is read): the gate itself fails, naming the flag."""
+    pytester.makepyfile(test_inner="""
+import pytest
+
+
+@pytest.mark.sglang_speculative(min_accept_length=1.5, samples=2)
+def test_spec():
+    pass
+""")
+    with Simulator(["--model-path", "sim/tiny-llama", "--sim-profile", "tiny", "--sim-time-scale", "0.05"]) as sim:
+        result = pytester.runpytest_subprocess("--sglang-url", sim.url, "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["sglang speculative gate failed: speculative_algorithm None (required == set)",
+                                 "  speculative_algorithm: measured None, required == set [[]*/server_info[]]: FAILED",
+                                 "Fix: launch the server with --speculative-algorithm*"], consecutive=True)
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), [
+    ("", "*@pytest.mark.sglang_speculative(): checks nothing, so it would always pass. Fix: give at least one of "
+         "min_accept_length, min_accept_rate, min_speedup*"),
+    ("min_accept_length=1", "*sglang_speculative(min_accept_length=1): must be a number > 1*"),
+    ("min_accept_rate=75", "*min_accept_rate=0.75*"),
+])
+def test_bad_keywords_are_usage_errors_before_anything_starts(pytester: pytest.Pytester, kwargs: str,
+                                                              expected: str) -> None:
+    pytester.makepyfile(test_inner=f"""
+import pytest
+
+
+@pytest.mark.sglang_speculative({kwargs})
+def test_spec():
+    pass
+""")
+    result = pytester.runpytest_subprocess("--sglang-simulate", "--sglang-launch", "--model-path sim/tiny-llama",
+                                           "-p", "no:cacheprovider")
+    assert result.ret != 0
+    assert any(fnmatch.fnmatch(line, expected) for line in result.stdout.lines + result.stderr.lines), \
+        result.stdout.str() + result.stderr.str()

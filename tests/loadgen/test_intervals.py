@@ -1,0 +1,124 @@
+"""Intervals of load figures and of their change (pure statistics, deterministic given the seed)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_sglang.loadgen import intervals
+from pytest_sglang.loadgen.intervals import (
+    Samples,
+    Side,
+    bootstrap_log_var,
+    figure_interval,
+    min_samples,
+    ratio_interval,
+    regressed,
+    regression_interval,
+    reliable,
+    side,
+    thin,
+    unreliable_note,
+)
+
+
+def samples(n: int, seed: int, *, scale: float = 1.0, spread: float = 0.2) -> Samples:
+    rng = random.Random(seed)
+    ttft = [scale * 100 * (1 + spread * rng.random()) for _ in range(n)]
+    e2e = [t + scale * 500 * (1 + spread * rng.random()) for t in ttft]
+    itl = [scale * 8 * (1 + spread * rng.random()) for _ in range(4 * n)]
+    return Samples(tuple(ttft), tuple(e2e), (64.0,) * n, tuple(itl))
+
+
+def test_percentiles_need_enough_samples() -> None:
+    assert (min_samples(99), min_samples(95), min_samples(90), min_samples(50)) == (100, 20, 10, 2)
+    assert not reliable("p99_ttft_ms", 12) and reliable("p99_ttft_ms", 100)
+    assert reliable("output_throughput", 1) and reliable("median_ttft_ms", 12)
+    note = unreliable_note("p99_ttft_ms", 12)
+    assert note is not None and "12 requests" in note and "at least 100" in note and "maximum" in note
+    assert unreliable_note("p99_ttft_ms", 256) is None
+
+
+def test_bootstrap_is_deterministic_and_shrinks_with_more_requests() -> None:
+    few, many = samples(50, 1), samples(800, 1)
+    assert bootstrap_log_var("p99_ttft_ms", few) == bootstrap_log_var("p99_ttft_ms", few)
+    assert bootstrap_log_var("p99_ttft_ms", few) != bootstrap_log_var("p99_ttft_ms", few, seed=7)
+    v_few, v_many = bootstrap_log_var("median_ttft_ms", few), bootstrap_log_var("median_ttft_ms", many)
+    assert v_few is not None and v_many is not None and v_many < v_few
+    assert bootstrap_log_var("max_itl_ms", few) is None  # no statistic: no bootstrap
+    assert bootstrap_log_var("p99_ttft_ms", Samples()) is None
+
+
+def test_a_side_takes_the_larger_noise() -> None:
+    assert Side((100.0,)).var is None and Side((100.0,)).between_var is None
+    spread = Side((90.0, 110.0), boot_var=1e-6)
+    assert spread.var == spread.between_var and spread.var is not None and spread.var > 1e-6
+    assert Side((100.0, 100.0), boot_var=0.01).var == 0.01
+    assert math.isclose(Side((100.0, 400.0)).center, 200.0)  # geometric mean
+
+
+def test_an_unchanged_run_is_not_regressed_and_a_large_drop_is() -> None:
+    old = side("output_throughput", [1000.0], samples(256, 1))
+    same = side("output_throughput", [1000.0], samples(256, 2))
+    change = regression_interval(ratio_interval(old, same), higher_is_better=True)
+    assert change.low < 0 < change.high and not regressed(change, 5.0)
+    slow = side("output_throughput", [800.0], samples(256, 3))
+    drop = regression_interval(ratio_interval(old, slow), higher_is_better=True)
+    assert math.isclose(drop.point, 20.0) and drop.low > 5.0 and regressed(drop, 5.0)
+
+
+def test_noise_wider_than_the_change_is_not_a_regression() -> None:
+    # A 10% slower median with repeats that differ by 30% among themselves: within the noise.
+    old = Side((100.0, 130.0, 80.0))
+    new = Side((110.0, 143.0, 88.0))
+    change = regression_interval(ratio_interval(old, new), higher_is_better=False)
+    assert 9 < change.point < 11 and change.low < 5.0 and not regressed(change, 5.0)
+
+
+def test_unmeasured_noise_judges_the_point() -> None:
+    ratio = ratio_interval(Side((100.0,)), Side((90.0,)))
+    assert not ratio.measured and ratio.low == ratio.high == ratio.point
+    assert regressed(regression_interval(ratio, higher_is_better=True), 5.0)
+    # One side measured: the other counts with the same noise.
+    one = ratio_interval(Side((100.0,), boot_var=0.0001), Side((100.0,)))
+    assert one.measured and one.low < 1 < one.high
+
+
+def test_figure_interval_contains_the_point() -> None:
+    s = side("p99_ttft_ms", [120.0], samples(300, 4))
+    iv = figure_interval(s)
+    assert iv.measured and iv.low < iv.point < iv.high
+    assert not figure_interval(Side((5.0,))).measured
+
+
+def test_thin_keeps_bounded_even_quantiles() -> None:
+    values = [float(i) for i in range(10_000)]
+    kept = thin(values, 1000)
+    assert len(kept) == 1000 and kept[0] == 0.0 and kept[-1] == 9999.0
+    assert abs(intervals.percentile(kept, 99) - intervals.percentile(values, 99)) < 15
+    assert thin([3.0, 1.0]) == [1.0, 3.0]
+
+
+def test_samples_round_trip_through_a_report() -> None:
+    s = samples(5, 1)
+    back = Samples.from_dict(s.to_dict())
+    assert back.requests == 5 and (s + back).requests == 10
+    assert Samples.from_dict(None) == Samples()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(min_value=1.0, max_value=1e4), min_size=1, max_size=5),
+       st.lists(st.floats(min_value=1.0, max_value=1e4), min_size=1, max_size=5),
+       st.floats(min_value=0.0, max_value=0.05), st.booleans())
+def test_interval_holds_the_point_and_the_verdict_needs_the_whole_interval(
+    old: list[float], new: list[float], boot: float, higher: bool
+) -> None:
+    ratio = ratio_interval(Side(tuple(old), boot), Side(tuple(new), boot))
+    assert ratio.low <= ratio.point * (1 + 1e-9) and ratio.point <= ratio.high * (1 + 1e-9)
+    change = regression_interval(ratio, higher)
+    assert change.low <= change.point + 1e-9 <= change.high + 2e-9
+    if regressed(change, 5.0):
+        assert change.point > 5.0 and change.high > 5.0
