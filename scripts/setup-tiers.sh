@@ -38,14 +38,14 @@ trap 'say "stopped: stopping ${names[*]}" >&2; stop_jobs; exit 130' INT TERM
 
 run gateway bash "$SCRIPTS/gateway/setup.sh"
 if [[ "${PYTEST_SGLANG_SKIP_REAL:-0}" != 1 ]]; then
-  run real-sglang bash -c 'set -e; bash "$1/real-sglang/setup.sh"; flock "$PYTEST_SGLANG_APT_LOCK" bash "$1/real-sglang/pd-setup.sh"' \
+  run real-sglang bash -c 'set -e; bash "$1/real-sglang/setup.sh"; flock -o "$PYTEST_SGLANG_APT_LOCK" bash "$1/real-sglang/pd-setup.sh"' \
     real-sglang "$SCRIPTS"
 fi
 if [[ "${PYTEST_SGLANG_SKIP_DOCKER:-0}" != 1 ]]; then
-  run docker bash -c 'set -e; flock "$PYTEST_SGLANG_APT_LOCK" bash "$1/docker/engine.sh"; bash "$1/docker/build-image.sh"' \
+  run docker bash -c 'set -e; flock -o "$PYTEST_SGLANG_APT_LOCK" bash "$1/docker/engine.sh"; bash "$1/docker/build-image.sh"' \
     docker "$SCRIPTS"
 fi
-run chromium flock "$PYTEST_SGLANG_APT_LOCK" bash "$SCRIPTS/chromium.sh"
+run chromium flock -o "$PYTEST_SGLANG_APT_LOCK" bash "$SCRIPTS/chromium.sh"
 
 failed=()
 for i in "${!names[@]}"; do

@@ -57,7 +57,7 @@ def test_the_pattern_is_what_truncates_a_redirected_log(tmp_path: Path) -> None:
     assert TEE_TO_OWN_STREAM.search("x=$(bash a.sh | tee /dev/stderr | sed -n 's/^A=//p')")
 
 
-def _stand_ins(tmp_path: Path, fail: str | None = None) -> Path:
+def _stand_ins(tmp_path: Path, fail: str | None = None, daemon: bool = False) -> Path:
     """Stand-in step scripts: each prints a line (and the KEY=VALUE lines the real one prints).
 
     With ``fail``, that step fails and nobody waits at the barrier (a failed step may stop its job early).
@@ -78,6 +78,8 @@ def _stand_ins(tmp_path: Path, fail: str | None = None) -> Path:
             body.append(f"printf '%s\\n' '{PRINTS[step]}'")
         if step == fail:
             body.append("echo 'stand-in failure detail' >&2; exit 7")
+        if daemon and step == "docker/engine.sh":  # like dockerd: a server left running by an apt step
+            body.append(f"sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {tmp_path}/daemon.pid")
         path = scripts / step
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("set -e\n" + "\n".join(body) + "\n")
@@ -143,3 +145,15 @@ def test_a_stopped_setup_stops_every_job(tmp_path: Path) -> None:
         if setup.poll() is None:
             setup.kill()
             setup.wait()
+
+
+def test_a_daemon_started_under_the_apt_lock_does_not_keep_it(tmp_path: Path) -> None:
+    # engine.sh starts dockerd: had it inherited the lock's descriptor, the other apt steps
+    # (chromium, pd-setup) would wait for it forever (seen: CI hung at "waiting for the test tiers' setup").
+    try:
+        rc, log, _ = _run_setup(tmp_path, _stand_ins(tmp_path, daemon=True))
+        assert rc == 0, log
+        assert psutil.pid_exists(int((tmp_path / "daemon.pid").read_text()))  # still running, lock free
+    finally:
+        if (tmp_path / "daemon.pid").exists():
+            psutil.Process(int((tmp_path / "daemon.pid").read_text())).kill()

@@ -1,19 +1,29 @@
-"""Suggested floors: the limits a measured load would have met, with a stated margin (plain figures in, out).
+"""Suggested floors: the limits a measured load would have met, with a stated margin.
 
-``--sglang-suggest-floors`` runs the load markers measure-only and prints these. The margin is taken
-against the worst figure measured (the lowest throughput of the repeats, the highest latency): a floor
-at ``worst x (1 - margin)``, a ceiling at ``worst x (1 + margin)``. The default margin, 50 %, is wide
-because one short load on a shared machine varies by tens of percent between runs; repeats (the
-marker's ``repeats=``) show the spread. The shared baseline statistics will replace this rule.
+``--sglang-suggest-floors`` runs the load markers measure-only and prints these. Each figure is first
+widened to the range a re-run plausibly gives, with the statistics the baselines use
+(:mod:`pytest_sglang.loadgen.intervals`: the repeats' spread and a bootstrap of the per-request
+samples, 95 %): :func:`plausible_range`. The margin is then taken against the worst end of that range:
+a floor at ``low x (1 - margin)``, a ceiling at ``high x (1 + margin)``. The default margin, 50 %,
+covers what one run cannot measure: drift between this run and the next (another machine load,
+another day).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["DEFAULT_MARGIN", "suggest_floors"]
+from pytest_sglang.loadgen.intervals import Samples, figure_interval, side
+
+__all__ = ["DEFAULT_MARGIN", "plausible_range", "suggest_floors"]
 
 DEFAULT_MARGIN = 0.5
+
+
+def plausible_range(metric: str, figures: Sequence[float], samples: Sequence[Samples]) -> tuple[float, float]:
+    """The lowest and highest ``metric`` a re-run plausibly gives: the repeats and their 95 % interval."""
+    interval = figure_interval(side(metric, figures, list(samples)))
+    return min(min(figures), interval.low), max(max(figures), interval.high)
 
 
 def suggest_floors(measured: Mapping[str, Sequence[float]], margin: float = DEFAULT_MARGIN) -> dict[str, float]:

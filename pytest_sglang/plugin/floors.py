@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_sglang.gates.suggest import DEFAULT_MARGIN, suggest_floors
+from pytest_sglang.gates.suggest import DEFAULT_MARGIN, plausible_range, suggest_floors
 from pytest_sglang.gates.throughput import FLOORS
 
 if TYPE_CHECKING:
@@ -46,15 +46,19 @@ class FloorSuggestions:
 
     def add(self, nodeid: str, marker: str, kwargs: Mapping[str, Any], loads: Sequence[LoadResult]) -> None:
         keywords = [k for k in kwargs if k in FLOORS] or list(DEFAULT_KEYWORDS)
-        measured = {k: [float(getattr(r, FLOORS[k][0])) for r in loads if r.completed] for k in keywords}
-        floors = suggest_floors(measured, self.margin)
+        done = [r for r in loads if r.completed]
+        measured = {k: [float(getattr(r, FLOORS[k][0])) for r in done] for k in keywords}
+        ranges = {k: list(plausible_range(FLOORS[k][0], v, [r.samples() for r in done]))
+                  for k, v in measured.items() if v}
+        floors = suggest_floors(ranges, self.margin)
         if floors:
-            self.tests[nodeid] = {"marker": marker, "floors": floors, "measured": measured}
+            self.tests[nodeid] = {"marker": marker, "floors": floors, "measured": measured,
+                                  "plausible_range": ranges}
 
     def lines(self) -> list[str]:
         if not self.tests:
             return ["sglang suggested floors: no sglang_throughput load completed a request, nothing to suggest"]
-        out = [f"sglang suggested floors (worst measured figure with a {self.margin:.0%} margin; see "
+        out = [f"sglang suggested floors (the worst end of each figure's 95% interval, {self.margin:.0%} margin; see "
                "docs/first-run.md):"]
         for nodeid, entry in self.tests.items():
             given = ", ".join(f"{k}={v:g}" for k, v in entry["floors"].items())
@@ -65,8 +69,9 @@ class FloorSuggestions:
         path = (Path(settings.sglang_report).with_suffix(".floors.json") if settings.sglang_report
                 else invocation_dir / FILE_NAME)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"margin": self.margin, "rule": "floor = min x (1 - margin); "
-                                    "ceiling = max x (1 + margin)", "tests": self.tests}, indent=2) + "\n")
+        rule = ("floor = low x (1 - margin), ceiling = high x (1 + margin); low/high: the repeats and their "
+                "95% interval (the baselines' statistics)")
+        path.write_text(json.dumps({"margin": self.margin, "rule": rule, "tests": self.tests}, indent=2) + "\n")
         return path
 
 

@@ -9,10 +9,10 @@ up even where ``os.access`` would say yes (as root). Nothing is created or left 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.files import check_creatable, check_writable
 from pytest_sglang.plugin.settings import Settings
 
 
@@ -38,18 +38,7 @@ def _where(settings: Settings, name: str) -> str:
 
 
 def _check_file(text: str, where: str, what: str) -> None:
-    path = Path(text)
-    fix = f"give {where} a file path in a writable directory (it is where {what} is written at the end)"
-    if path.is_dir():
-        raise ConfigError(where, text, "is a directory, not a file", fix)
-    if path.exists():
-        try:
-            with open(path, "a", encoding="utf-8"):  # append mode: opens for writing, changes nothing
-                pass
-        except OSError as exc:
-            raise ConfigError(where, text, f"cannot be written ({_reason(exc)})", fix) from None
-        return
-    _check_creatable(path.parent, where, text, fix)
+    check_writable(text, option=where, what=what)
 
 
 def _check_dir(text: str, where: str) -> None:
@@ -57,23 +46,4 @@ def _check_dir(text: str, where: str) -> None:
     fix = f"give {where} a writable directory (or one that can be created) for the server logs"
     if path.exists() and not path.is_dir():
         raise ConfigError(where, text, "is a file, not a directory", fix)
-    _check_creatable(path, where, text, fix)
-
-
-def _check_creatable(directory: Path, where: str, text: str, fix: str) -> None:
-    """``directory`` exists or can be created, and a file can be created in it."""
-    existing = directory.absolute()
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise ConfigError(where, text, f"cannot be created: {existing} is a file, not a directory", fix)
-    try:
-        with tempfile.TemporaryFile(dir=existing):
-            pass
-    except OSError as exc:
-        raise ConfigError(where, text, f"cannot be written: directory {existing} is not writable "
-                                       f"({_reason(exc)})", fix) from None
-
-
-def _reason(exc: OSError) -> str:
-    return exc.strerror or type(exc).__name__
+    check_creatable(path, option=where, value=text, fix=fix)

@@ -6,8 +6,9 @@ of the test's capacity/hicache gate records (e.g. ``max_total_num_tokens``: a sm
 than the baseline's is a regression even when it still meets the marker's floor).
 A load metric is judged with the noise measured in the same runs (:mod:`..loadgen.intervals`): the
 per-request samples each load stores (bootstrap) and the spread of repeated runs of one shape give a
-95% interval of the change, and a metric **regressed only when the whole interval is beyond the
-allowed regression**. A percentile from too few requests (a p99 of fewer than 100) is not compared,
+95% interval of the change, and a metric **regressed when the change is beyond the allowed
+regression and beyond the noise** (the interval excludes "no change"). A percentile from too few
+requests (a p99 of fewer than 100) is not compared,
 with a line saying so. A regression fails **the test that measured the metric** (the plugin calls
 :func:`baseline_outcome` in that test's call phase), with both values, the interval and the limit in
 the message. Loads with failed requests are never compared: their throughput is not a measurement.
@@ -272,16 +273,17 @@ def _add(outcome: GateOutcome, check: Check) -> None:
 
 
 def _load_check(metric: str, limit: float, old: Side, new: Side, what: str) -> Check:
-    """Regressed only when the whole interval of the change is beyond ``limit``.
+    """Regressed when the change is beyond ``limit`` and beyond the noise (:func:`..loadgen.intervals.regressed`).
 
-    The required value is the baseline's moved by the limit plus the measured noise, so that
-    ``measured <op> required`` is exactly that verdict.
+    The required value is the baseline's moved by the larger of the limit and the measured noise
+    (the interval's half-width below the point), so that ``measured <op> required`` is exactly that
+    verdict.
     """
     hib = higher_is_better(metric)
     ratio = ratio_interval(old, new)
     change = regression_interval(ratio, hib)
     noise = max(change.point - change.low, 0.0) if math.isfinite(change.point) else 0.0
-    worst = bound(metric, old.center, limit + noise)
+    worst = bound(metric, old.center, max(limit, noise))
     op = ">=" if hib else "<="
     shown = (ratio.point - 1) * 100
     if ratio.measured:
@@ -293,8 +295,8 @@ def _load_check(metric: str, limit: float, old: Side, new: Side, what: str) -> C
     return compare("baseline", metric, round(new.center, 4), op, round(worst, 4), unit=_unit(metric),
                    source="load run vs baseline report",
                    detail=f"baseline {fmt(round(old.center, 4))}, this run {fmt(round(new.center, 4))} "
-                          f"({shown:+.1f}%), {interval}, allowed regression {fmt(limit)}%: regressed only when "
-                          f"the whole interval is beyond it{'; ' + repeats if repeats else ''}; {what}",
+                          f"({shown:+.1f}%), {interval}, allowed regression {fmt(limit)}%: regressed when the "
+                          f"change is beyond it and beyond the noise{'; ' + repeats if repeats else ''}; {what}",
                    remedy=_LOAD_REMEDY)
 
 

@@ -131,7 +131,11 @@ def _row(gate: str, check: Mapping[str, Any]) -> list[str]:
         name = ""
     measured = _fit(text.value(check.get("measured"), check.get("unit", "")), check, _MEASURED)
     required = _fit(text.required(check), check, _REQUIRED)
-    return [*above, f"  {name:<{_NAME}} {measured:>{_MEASURED}} {required:>{_REQUIRED}} {text.verdict(check)}"]
+    row = f"  {name:<{_NAME}} {measured:>{_MEASURED}} {required:>{_REQUIRED}} {text.verdict(check)}"
+    # A judged bound (accuracy's score_upper_bound) means little without the figure it bounds.
+    below = textwrap.wrap(str(check.get("source", "")), width=WIDTH - 4, initial_indent="    ",
+                          subsequent_indent="    ") if str(check["metric"]).endswith("_bound") else []
+    return [*above, row, *below]
 
 
 def _fit(cell: str, check: Mapping[str, Any], width: int) -> str:

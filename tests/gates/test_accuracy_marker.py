@@ -92,7 +92,8 @@ def test_a_right_server_passes_with_progress_and_records(pytester: pytest.Pytest
     out.fnmatch_lines(["*@pytest.mark.sglang_accuracy could not measure: KeywordError: @pytest.mark.sglang_accuracy"
                        "(sgl_eval='no-such-sgl-eval'): is not an executable file. Fix: install it *"])
     out.fnmatch_lines(["*test_inner.py::test_arithmetic_floor*PASSED*",
-                       "  accuracy score_upper_bound * 1 * >= 0.9 ok"])  # the gates summary
+                       "  accuracy score_upper_bound * 1 * >= 0.9 ok",  # the gates summary, with the score
+                       "    95% Wilson interval [[]*] of the score 1.000 (100/100 correct)"])
     bounds = _properties(pytester.path / "junit.xml", "sglang.accuracy.score_upper_bound")
     assert bounds == ["1.0", "1.0"]
     outcomes = [json.loads(v) for v in _properties(pytester.path / "junit.xml", "sglang_outcome")]

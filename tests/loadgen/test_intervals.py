@@ -122,3 +122,14 @@ def test_interval_holds_the_point_and_the_verdict_needs_the_whole_interval(
     assert change.low <= change.point + 1e-9 <= change.high + 2e-9
     if regressed(change, 5.0):
         assert change.point > 5.0 and change.high > 5.0
+
+
+def test_a_change_beyond_the_limit_and_the_noise_regresses_even_when_the_interval_reaches_below_the_limit() -> None:
+    # 10% slower, interval of the regression about [+3%, +17%]: beyond 5% and beyond the noise.
+    old = Side((100.0, 103.0, 97.0))
+    new = Side((90.0, 92.7, 87.3))
+    change = regression_interval(ratio_interval(old, new), higher_is_better=True)
+    assert 0.0 < change.low < 5.0 < change.point and regressed(change, 5.0)
+    # 4% slower, well measured: beyond the noise but within the allowed regression.
+    small = regression_interval(ratio_interval(Side((100.0, 100.1, 99.9)), Side((96.0, 96.1, 95.9))), True)
+    assert small.low > 0.0 and small.point < 5.0 and not regressed(small, 5.0)

@@ -27,7 +27,7 @@ def test_suggested_floors_hold_on_a_rerun(pytester: pytest.Pytester, sim_factory
     first = pytester.runpytest_subprocess(f"--sglang-url={sim.url}", "--sglang-suggest-floors",
                                           "-p", "no:cacheprovider")
     first.assert_outcomes(passed=1)
-    first.stdout.fnmatch_lines(["sglang suggested floors (worst measured figure with a 50% margin*",
+    first.stdout.fnmatch_lines(["sglang suggested floors (the worst end of each figure's 95% interval, 50% margin*",
                                 "  test_tp.py::test_tp: @pytest.mark.sglang_throughput(min_output_tok_s=*, "
                                 "min_request_s=*, ...)",
                                 f"sglang suggested floors JSON: {pytester.path / 'sglang-suggested-floors.json'}"])

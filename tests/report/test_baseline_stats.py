@@ -56,7 +56,7 @@ def test_a_regression_beyond_the_noise_fails_and_shows_the_interval() -> None:
     assert {"output_throughput", "p99_ttft_ms", "median_ttft_ms"} <= failed
     message = outcome.message()
     assert "95% interval of the change [" in message
-    assert "regressed only when the whole interval is beyond it" in message
+    assert "regressed when the change is beyond it and beyond the noise" in message
     assert "noise from per-request bootstrap and 3 repeats" in message
 
 
