@@ -32,7 +32,8 @@ def test_a_never_ending_stream_stops_each_check_at_its_first_stalled_sample(
     out = result.stdout.str()
     # one stalled request per check, not 8: 6 checks x 8 samples x 2 s would be 96 s
     assert elapsed < 60, out
-    assert out.count("stalled after ") == 6
+    # Once per check in its failure (and again in the short summary under CI=true, which does not cut it).
+    assert out.count("stalled after ") in (6, 12)
     result.stdout.fnmatch_lines_random([
         "shape (chat, stream): 1 problem",
         "  - POST /v1/chat/completions (stream) stalled after * events without [[]DONE[]]: no complete answer "

@@ -83,7 +83,8 @@ def test_eval_command_runs_sgl_eval_on_mmlu_from_a_parquet_file(sim_factory: Sim
     run = subprocess.run([sys.executable, "-m", "pytest_sglang", "eval", "--url", sim_factory().url, "--task", "mmlu",
                           "--data", str(DATA / "hub" / "cais-mmlu" / "all" / "test-00000-of-00001.parquet"),
                           "--runner", "sgl-eval", "--sgl-eval", str(sgl_eval_exe), "--sgl-eval-dir", str(keep),
-                          "--min-score", "0.6", "--json", str(out)], capture_output=True, text=True, timeout=180)
+                          "--num-examples", "all", "--min-score", "0.6", "--json", str(out)],
+                         capture_output=True, text=True, timeout=180)
     assert run.returncode == 1, run.stderr
     assert "mmlu: score 0.000 (0/3 correct, 3 without an answer" in run.stdout
     doc = json.loads(out.read_text())

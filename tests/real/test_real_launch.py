@@ -24,11 +24,12 @@ def test_plugin_launches_real_sglang(
         # report header: mode, runner and where the log goes
         "sglang: mode=launch runner=process*",
         f"sglang: server logs in {log_dir}*",
-        # live phase display, read from SGLang's own log lines (Appendix B), then the ready summary
-        "[[]sglang *s] loading weights*",
-        "[[]sglang *s] * | KV pool 4,096 tokens*",
+        # the ready summary, with the KV pool read from SGLang's own log lines (Appendix B)
         "SGLang ready in *s (max_total_num_tokens=4,096*",
     ])
+    # The phases: live lines in a log only for a phase that lasted 1 s or more (CI logs stay short),
+    # and every phase in the summary's startup line.
+    result.stdout.fnmatch_lines(["startup *ready in *loading weights *"])
     logs = list(log_dir.glob("sglang-*.log"))
     assert len(logs) == 1, logs
     log = logs[0].read_text(errors="replace")
