@@ -72,8 +72,10 @@ def _direct(worker: WorkerHandle | None) -> tuple[bool | None, str]:
 
 def health_check(fleet: SGLangFleet, min_healthy: int | None, out: GateOutcome) -> None:
     """Count workers healthy in the gateway's view and on their own /health; notes say each one's state."""
-    listed = fleet.discover().workers
     handles = {w.url: w for w in fleet.workers}
+    # In the fleet's numbering (the start-up display's), not the gateway's listing order.
+    listed = sorted(fleet.discover().workers,
+                    key=lambda e: handles[e.url].index if e.url in handles else len(handles))
     healthy, seen = 0, set[str]()
     for index, entry in enumerate(listed):
         if entry.key in seen:  # one worker under a second spelling (issue 22): one worker, counted once

@@ -79,9 +79,12 @@ def unmet_in_launch(needs: Sequence[LaunchNeed], roles: Mapping[str, LaunchArgs]
 
 def unmet_on_server(needs: Sequence[LaunchNeed], server: SGLangServer) -> list[Unmet]:
     """The needs an attached server (each reachable worker of a gateway) does not meet, from ``/server_info``."""
-    workers = server.fleet.reachable_workers() if server.fleet is not None else []
-    infos = [(w.role, f"{w.name()} /server_info", w.info()) for w in workers] if workers else [
-        ("regular", f"{server.describe()} /server_info", server.info())]
+    if server.fleet is not None:
+        # Behind a gateway only the workers can say; none reachable (--sglang-fleet-direct off, or a
+        # gateway on another network): nothing to read here, and the gate says what it could not check.
+        infos = [(w.role, f"{w.name()} /server_info", w.info()) for w in server.fleet.reachable_workers()]
+    else:
+        infos = [("regular", f"{server.describe()} /server_info", server.info())]
     return [Unmet(need, info[need.field], where) for need in needs for role, where, info in infos
             if (not need.roles or role in need.roles) and need.field in info and not _met(info[need.field], need)]
 
