@@ -57,9 +57,10 @@ def test_the_recorded_configuration_passes(pytester: pytest.Pytester, recording:
                                  "  golden match_rate * 1 * >= 1 ok",
                                  "  golden max_logprob_delta * 0 * <= 1e-06 ok"], consecutive=True)
     result.stdout.fnmatch_lines(["*@pytest.mark.sglang_golden could not measure: KeywordError: "
-                                 "@pytest.mark.sglang_golden(path='missing.json'): cannot be read as JSON (*No such "
-                                 "file*). Fix: record one with: python -m pytest_sglang golden record --url URL "
-                                 "--out FILE"])
+                                 "@pytest.mark.sglang_golden(path='missing.json'): does not exist (*missing.json; a "
+                                 "relative path is read from *). Fix: pass the recording's path (absolute, or "
+                                 "relative to that directory); if you have no recording yet, record one with: "
+                                 "python -m pytest_sglang golden record --url URL --out FILE"])
 
 
 def test_token_drift_fails_with_the_first_divergence(pytester: pytest.Pytester, recording: Path,

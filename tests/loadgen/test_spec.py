@@ -90,7 +90,7 @@ def test_dataset_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         build_prompts(LoadSpec(dataset=f"jsonl:{missing}"))
     assert str(info.value) == (
-        f"dataset={str(missing)!r}: cannot read the jsonl file (No such file or directory). "
+        f"dataset={str(missing)!r}: cannot be read (No such file or directory). "
         "Fix: give an existing jsonl file, e.g. --dataset jsonl:data.json"
     )
     bad = tmp_path / "bad.jsonl"

@@ -78,8 +78,10 @@ def test_a_missing_or_malformed_recording_is_a_usage_error(pytester: pytest.Pyte
     pytester.makepyfile(test_inner="def test_plain():\n    pass\n")
     missing = pytester.runpytest_subprocess(*RUN, "--sglang-golden=nope.json")
     assert missing.ret == pytest.ExitCode.USAGE_ERROR
-    missing.stderr.fnmatch_lines(["ERROR: --sglang-golden='nope.json': cannot be read as JSON (*No such file*). "
-                                  "Fix: record one with: python -m pytest_sglang golden record --url URL --out FILE"])
+    missing.stderr.fnmatch_lines(["ERROR: --sglang-golden='nope.json': does not exist (*nope.json; a relative path "
+                                  "is read from *). Fix: pass the recording's path (absolute, or relative to that "
+                                  "directory); if you have no recording yet, record one with: python -m "
+                                  "pytest_sglang golden record --url URL --out FILE"])
     (pytester.path / "other.json").write_text(json.dumps({"format": "something-else", "records": []}))
     pytester.makeini("[pytest]\nsglang_golden = other.json\n")
     malformed = pytester.runpytest_subprocess(*RUN)
