@@ -78,13 +78,16 @@ def test_a_worker_that_dies_during_the_start(tmp_path: Path) -> None:
 
 def test_a_gateway_that_dies(gateway_command: str, tmp_path: Path) -> None:
     copy_inner(tmp_path, "fleet_shape")
+    # A value the gateway's own argument parser accepts and its start rejects (a typo or a bad choice
+    # is refused before anything starts: tests/fleet/test_gateway_flags.py).
     run = run_inner(tmp_path, *_simulate("--sglang-gateway-command", gateway_command,
-                                         "--sglang-gateway", "--policy nonsense"), env=FLEET_ENV)
+                                         "--sglang-gateway", "--request-timeout-secs 99999999999999999999999"),
+                    env=FLEET_ENV)
     assert run.returncode == 1, run.output
     run.fnmatch_lines([
         "*ServerExited: gateway http://127.0.0.1:* exited with code * before the fleet was ready *",
         "Gateway log (*gateway-*.log), last lines:",
-        "*--policy*nonsense*",
+        "*Overflow*",
         "Fix: read the gateway log above (a bad --sglang-gateway argument?).",
     ])
     assert run.leftovers() == []
