@@ -18,4 +18,6 @@ rm -f "$env_file"
 tiers=()
 if [[ "${PYTEST_SGLANG_SKIP_REAL:-0}" != 1 ]]; then tiers+=(--run-real-sglang); fi
 if [[ "${PYTEST_SGLANG_SKIP_DOCKER:-0}" != 1 ]]; then tiers+=(--run-docker); fi
-exec .venv/bin/pytest "${tiers[@]}" "$@"
+# Three workers on two cores: most tests wait on subprocesses (simulators, pytester sessions). The real and
+# Docker tiers each stay on one worker, in order (tests/conftest.py schedules them as one scope each).
+exec .venv/bin/pytest -n "${PYTEST_SGLANG_WORKERS:-3}" "${tiers[@]}" "$@"

@@ -6,8 +6,34 @@ from collections.abc import Iterator, Mapping
 from typing import Protocol
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
+from xdist.workermanage import Producer
 
 from pytest_sglang.simulator import Simulator, Wait
+
+#: Tiers whose tests share one machine-wide resource (real SGLang processes counted by start time, a
+#: fixed-port raw server, the Docker engine): under xdist (``-n``, as scripts/test.sh runs) each tier runs
+#: on one worker, in collection order, while the other workers share every other test.
+SERIAL_TIERS = ("real", "docker")
+
+
+class _TierScheduling(LoadScopeScheduling):
+    """xdist's scope scheduling with a serial tier as one scope and every other test a scope of its own.
+
+    Not ``--dist loadgroup``: xdist 3.8 marks its groups on ``item._nodeid``, which pytest 9.2 no longer
+    reads, so the groups are silently lost. The scopes (largest first) are plain node ids.
+    """
+
+    def _split_scope(self, nodeid: str) -> str:
+        parts = nodeid.split("/", 2)
+        if len(parts) == 3 and parts[0] == "tests" and parts[1] in SERIAL_TIERS:
+            return f"tests/{parts[1]}"
+        return nodeid
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> LoadScopeScheduling | None:
+    return _TierScheduling(config, log) if config.getvalue("dist") == "load" else None
+
 
 #: Fast defaults: the tiny profile at 1/20 of its (already short) simulated durations.
 FAST = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny", "--sim-time-scale", "0.05")

@@ -129,8 +129,9 @@ def test_shell_sample_options_exist(where: str, block: str) -> None:
 
 
 TEST_FILES = [(w, c) for w, c in PYTHON if re.search(r"^def test_", c, re.M)]
-#: A sketch leaves parts to the reader (``[...]``, ``...``): it is compiled and collected, not run.
-RUNNABLE = [(w, c) for w, c in TEST_FILES if "..." not in c]
+#: A sketch leaves parts to the reader (``[...]``, ``...``): it is compiled and collected, not run. So is a
+#: soak: it holds its load for its real ``duration_s`` (15 minutes in the docs), whatever the simulated time.
+RUNNABLE = [(w, c) for w, c in TEST_FILES if "..." not in c and "sglang_soak(" not in c]
 #: The seed deployment of examples/pytest.ini, which the docs' samples are written against, but faster.
 SEED_LAUNCH = ("--model-path moonshotai/Kimi-K2.5 --tp-size 8 --mem-fraction-static 0.93 --enable-hierarchical-cache "
                "--hicache-size 48 --enable-metrics --sim-profile kimi-k2.5-rtx6000x8 --sim-time-scale 0.005")

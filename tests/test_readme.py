@@ -141,7 +141,8 @@ def test_every_option_is_documented() -> None:
                                             ("throughput", "loadgen.md"), ("slo", "loadgen.md"),
                                             ("accuracy", "accuracy.md"), ("golden", "accuracy.md"),
                                             ("fleet", "fleet.md"), ("failover", "fleet.md"), ("pd", "pd.md"),
-                                            ("speculative", "production.md"), ("probes", "production.md")])
+                                            ("speculative", "production.md"), ("probes", "production.md"),
+                                            ("soak", "production.md")])
 def test_every_marker_keyword_is_documented(gate: str, page: str) -> None:
     module = __import__(f"pytest_sglang.gates.{gate}", fromlist=["run_marker"])
     keywords = [p.name for p in inspect.signature(module.run_marker).parameters.values()

@@ -14,6 +14,8 @@ from pytest_sglang.cli.common import api_key, check_auth, server_url, usage_erro
 from pytest_sglang.errors import ConfigError, LoadGenError
 from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
 from pytest_sglang.loadgen.datasets import PromptSource
+from pytest_sglang.loadgen.spec import DATASET_FORMS, DATASET_KINDS, dataset_parts
+from pytest_sglang.loadgen.workloads import TRACE_KINDS
 from pytest_sglang.plugin.settings import parse_positive_float
 from pytest_sglang.redaction import scrub
 
@@ -56,10 +58,11 @@ def _ratio(text: str) -> float:
 
 
 def _dataset(text: str) -> str:
+    """The dataset's form (a multiturn dataset's options and a file's rows are LoadSpec's to check)."""
     kind, sep, path = text.partition(":")
-    if (kind == "random-ids" and not sep) or (kind in ("sharegpt", "jsonl") and path):
+    if (kind == "random-ids" and not sep) or kind == "multiturn" or (kind in DATASET_KINDS and path):
         return text
-    raise argparse.ArgumentTypeError(f"invalid value: {text!r} (use random-ids, sharegpt:PATH or jsonl:PATH)")
+    raise argparse.ArgumentTypeError(f"invalid value: {text!r} (use {DATASET_FORMS})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,13 +73,17 @@ def build_parser() -> argparse.ArgumentParser:
         "options, 3 the load could not run (server unreachable, warmup rejected), 130 interrupted",
     )
     p.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
-    shape = p.add_mutually_exclusive_group(required=True)
-    shape.add_argument("--concurrency", type=_positive_int, metavar="N", help="requests in flight at most")
+    # Required unless the dataset paces itself (a trace's clock, multi-turn sessions): checked in main().
+    shape = p.add_mutually_exclusive_group()
+    shape.add_argument("--concurrency", type=_positive_int, metavar="N",
+                       help="requests in flight at most (traces: the in-flight cap; multiturn: sessions at once)")
     shape.add_argument("--request-rate", type=_positive, metavar="R", help="Poisson arrivals, requests/s")
     p.add_argument("--burstiness", type=_positive, default=1.0, help="gamma shape of arrivals (default 1.0)")
-    p.add_argument("--requests", type=_positive_int, required=True, metavar="N", help="timed requests")
-    p.add_argument("--input-len", type=_positive_int, required=True, metavar="L", help="prompt tokens")
-    p.add_argument("--output-len", type=_positive_int, required=True, metavar="L", help="output tokens")
+    p.add_argument("--requests", type=_positive_int, required=True, metavar="N",
+                   help="timed requests (traces: the first N rows)")
+    p.add_argument("--input-len", type=_positive_int, metavar="L",
+                   help="prompt tokens (not with a trace, which gives them; multiturn: the first message)")
+    p.add_argument("--output-len", type=_positive_int, metavar="L", help="output tokens (not with a trace)")
     p.add_argument(
         "--range-ratio",
         type=_ratio,
@@ -88,8 +95,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--dataset",
         type=_dataset,
         default="random-ids",
-        help="random-ids (default), sharegpt:PATH or jsonl:PATH",
+        help="random-ids (default), sharegpt:PATH, jsonl:PATH, the traces mooncake:PATH and burstgpt:PATH, "
+        "or multiturn[:sessions=S,turns=T,think_s=X,system_len=N,first_len=N,turn_len=N] (see docs/loadgen.md)",
     )
+    p.add_argument("--trace-time-scale", type=_positive, default=1.0, metavar="F",
+                   help="trace replay: send each request at its trace time x F (SGLang's "
+                   "--mooncake-slowdown-factor; 0.1 = 10x faster; default 1.0)")
     p.add_argument(
         "--api",
         choices=("native", "chat", "completions"),
@@ -147,14 +158,33 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _required(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The shape options a dataset needs: argparse's own words for what is missing."""
+    kind = dataset_parts(args.dataset)[0]
+    if kind in TRACE_KINDS:
+        given = [flag for flag, value in (("--input-len", args.input_len), ("--output-len", args.output_len),
+                                          ("--request-rate", args.request_rate)) if value is not None]
+        if given:
+            parser.error(f"argument {given[0]}: not allowed with a {kind} trace, which gives the lengths and "
+                         "the arrival times (use --trace-time-scale to replay faster or slower)")
+        return
+    if kind != "multiturn" and args.concurrency is None and args.request_rate is None:
+        parser.error("one of the arguments --concurrency --request-rate is required")
+    missing = [flag for flag, value in (("--input-len", args.input_len), ("--output-len", args.output_len))
+               if value is None and not (kind == "multiturn" and flag == "--input-len")]
+    if missing:
+        parser.error(f"the following arguments are required: {', '.join(missing)}")
+
+
 def spec_from_args(args: argparse.Namespace) -> LoadSpec:
+    defaults = LoadSpec()
     return LoadSpec(
         requests=args.requests,
         concurrency=args.concurrency,
         request_rate=args.request_rate,
         burstiness=args.burstiness,
-        input_len=args.input_len,
-        output_len=args.output_len,
+        input_len=args.input_len if args.input_len is not None else defaults.input_len,
+        output_len=args.output_len if args.output_len is not None else defaults.output_len,
         range_ratio=args.range_ratio,
         dataset=args.dataset,
         api=args.api,
@@ -167,6 +197,7 @@ def spec_from_args(args: argparse.Namespace) -> LoadSpec:
         flush_cache=args.flush_cache,
         processes=args.processes,
         model=args.model,
+        trace_time_scale=args.trace_time_scale,
     )
 
 
@@ -240,8 +271,44 @@ def summary(result: LoadResult) -> str:
             lines.append(_row(f"{name} {label} (ms):", f"{getattr(r, f'{stat}_{key}_ms'):.2f}"))
         if key == "itl":
             lines.append(_row("Max ITL (ms):", f"{r.max_itl_ms:.2f}"))
+    lines += _cache_section(r) + _replay_section(r)
     lines.append("=" * 50)
     return "\n".join(lines + _explanations(r))
+
+
+def _cache_section(r: LoadResult) -> list[str]:
+    """bench_serving's ``Cache Hit Details`` (``--cache-report``), plus the server's own /metrics figures."""
+    cache = r.cache_report
+    if not cache:
+        return []
+    lines = ["{s:{c}^{n}}".format(s="Cache Hit Details", n=50, c="-")]
+    if cache.get("requests_reporting"):
+        lines += [_row("Total prompt tokens:", cache["total_prompt_tokens"]),
+                  _row("Total cached tokens:", cache["total_cached_tokens"]),
+                  _row("Cache hit rate:", f"{cache['cache_hit_rate_pct']:.1f}%")]
+    else:
+        lines.append(_row("Cache hit rate:", "not reported (chat/completions: server --enable-cache-report)"))
+    if cache.get("server_cache_hit_rate_pct") is not None:
+        lines.append(_row("Server cache hit rate (/metrics):", f"{cache['server_cache_hit_rate_pct']:.1f}%"))
+    if cache.get("server_mean_cache_hit_rate_pct") is not None:
+        lines.append(_row("Mean sglang:cache_hit_rate:", f"{cache['server_mean_cache_hit_rate_pct']:.1f}%"))
+    return lines
+
+
+def _replay_section(r: LoadResult) -> list[str]:
+    facts = r.workload
+    if "trace" not in facts:
+        return []
+    err = facts.get("timing_error_ms") or {}
+    lines = ["{s:{c}^{n}}".format(s="Trace Replay", n=50, c="-"),
+             _row("Trace rows replayed:", f"{facts['rows']} ({facts['trace']})"),
+             _row("Time scale:", f"{facts['time_scale']:g}"),
+             _row("Replay span (s):", f"{facts['span_s']:.2f}")]
+    lines += [_row(f"{q.upper()} send timing error (ms):", f"{err.get(q, 0.0):.2f}") for q in ("p50", "p99", "max")]
+    lines.append(_row("Sent late by the in-flight cap:", f"{facts['cap_waits']} (cap {facts['in_flight_cap']})"))
+    if facts.get("skipped_rows"):
+        lines.append(_row("Rows skipped (0 tokens):", facts["skipped_rows"]))
+    return lines
 
 
 def _explanations(r: LoadResult) -> list[str]:
@@ -258,6 +325,7 @@ def _explanations(r: LoadResult) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 with an argparse-style message on bad options
+    _required(parser, args)
     key = api_key(args.api_key)
     try:
         spec = spec_from_args(args)

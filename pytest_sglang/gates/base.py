@@ -155,7 +155,8 @@ class GateOutcome:
         lines = [head]
         lines += [f"  {c.describe()}" for c in self.checks]
         for key, value in self.context.items():
-            lines.append(f"  {key}: {value}")
+            if not key.startswith("_"):  # "_" keys are data for the reports (e.g. a soak's series), not text
+                lines.append(f"  {key}: {value}")
         lines += [f"  {n}" for n in self.notes]
         remedies = _unique(c.remedy for c in failed if c.remedy)
         if remedies:

@@ -29,7 +29,7 @@ from pytest_sglang.gates.failover_run import RECOVER_WINDOW_S, TIMELINE, Failove
 from pytest_sglang.gates.keywords import AtLeast, AtMost, Fraction, KeywordError, OneOf, Requires, Threshold
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.gates.shares import REQUESTS_KEY, SHARES_KEY
-from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout
+from pytest_sglang.gates.throughput import Dataset, InFlight, Length, Requests, Timeout, TimeScale
 from pytest_sglang.loadgen import LoadSpec
 from pytest_sglang.loadgen.spec import APIS
 
@@ -75,7 +75,8 @@ def run_marker(
     input_len: Length = 256,
     output_len: Length = 64,
     api: Annotated[str, OneOf(APIS)] = "native",
-    dataset: str = "random-ids",
+    dataset: Dataset = "random-ids",
+    trace_time_scale: TimeScale = 1.0,
     request_timeout_s: Timeout = None,
     load_timeout_s: Timeout = None,
 ) -> GateOutcome:
@@ -98,6 +99,7 @@ def run_marker(
     try:
         spec = _spec(ctx, LoadSpec(requests=requests, concurrency=concurrency, request_rate=request_rate,
                                    input_len=input_len, output_len=output_len, api=api, dataset=dataset,
+                                   trace_time_scale=trace_time_scale,
                                    request_timeout_s=request_timeout_s, load_timeout_s=load_timeout_s,
                                    sample_server_metrics=False))  # a gateway has no SGLang /metrics
     except ConfigError as exc:  # the load's own checks (e.g. the dataset's form): name the marker's keyword

@@ -29,7 +29,7 @@ from pytest_sglang.gates.consistency import FIELDS, compare_workers, views
 from pytest_sglang.gates.keywords import AtLeast, EachOneOf, OneOf, OptionalCount, Threshold
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.gates.shares import WorkerShares, fleet_of, measure
-from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout, load_spec
+from pytest_sglang.gates.throughput import Dataset, InFlight, Length, Requests, Timeout, TimeScale, load_spec
 from pytest_sglang.loadgen.spec import APIS
 
 if TYPE_CHECKING:
@@ -183,6 +183,8 @@ def run_marker(
     input_len: Length = 128,
     output_len: Length = 16,
     api: Annotated[str, OneOf(APIS)] = "native",
+    dataset: Dataset = "random-ids",
+    trace_time_scale: TimeScale = 1.0,
     request_timeout_s: Timeout = None,
     load_timeout_s: Timeout = None,
 ) -> GateOutcome:
@@ -204,7 +206,8 @@ def run_marker(
     if max_imbalance is not None:
         spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                          output_len=output_len, api=api, request_timeout_s=request_timeout_s,
-                         load_timeout_s=load_timeout_s)
+                         load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
+                         marker="sglang_fleet")
         result, shares = measure(fleet, lambda: ctx.load(spec))
         out.checks += balance_checks(fleet, shares, result, max_imbalance)
         shares.record(out)

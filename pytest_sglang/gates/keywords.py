@@ -27,7 +27,8 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_typ
 from pytest_sglang.errors import ConfigError
 
 __all__ = [
-    "Above", "AnyOf", "AtLeast", "AtMost", "Count", "CountOrWord", "EachOneOf", "Fraction", "Keyword", "KeywordError",
+    "Above", "AnyOf", "AtLeast", "AtMost", "Count", "CountOrWord", "EachOneOf", "Excludes", "Fraction", "Keyword",
+    "KeywordError",
     "NotBelow",
     "OneOf", "OptionalCount", "Requires", "Seconds", "Threshold", "UrlPath", "check", "declared", "marker_problem",
     "rules", "sglang_choices", "signature_text",
@@ -383,7 +384,23 @@ class NotBelow:
                 f"raise {self.keyword} to at least {theirs}")
 
 
-Rule = Requires | AnyOf | NotBelow
+@dataclass(frozen=True)
+class Excludes:
+    """``keyword`` and ``other`` cannot both be given (``concurrency`` or ``request_rate``, not both)."""
+
+    keyword: str
+    other: str
+    why: str
+
+    def problem(self, values: Mapping[str, object]) -> tuple[dict[str, object], str, str] | None:
+        mine, theirs = values.get(self.keyword), values.get(self.other)
+        if mine is None or theirs is None:
+            return None
+        return ({self.keyword: mine, self.other: theirs}, f"gives both ({self.why})",
+                f"give {self.keyword} or {self.other}, not both")
+
+
+Rule = Requires | AnyOf | NotBelow | Excludes
 _RULES: dict[Callable[..., Any], tuple[Rule, ...]] = {}
 
 

@@ -47,7 +47,7 @@ from pytest_sglang.gates.pd_roles import (
 from pytest_sglang.gates.pd_transfer import Limits, TransferWindow, read_all, transfer_checks
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.shares import fleet_of
-from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout, load_spec
+from pytest_sglang.gates.throughput import Dataset, InFlight, Length, Requests, Timeout, TimeScale, load_spec
 from pytest_sglang.loadgen.spec import APIS
 
 if TYPE_CHECKING:
@@ -141,6 +141,8 @@ def run_marker(
     input_len: Length = 256,
     output_len: Length = 16,
     api: Annotated[str, OneOf(APIS)] = "native",
+    dataset: Dataset = "random-ids",
+    trace_time_scale: TimeScale = 1.0,
     request_timeout_s: Timeout = None,
     load_timeout_s: Timeout = None,
     parity: bool = False,
@@ -175,7 +177,8 @@ def run_marker(
                         max_bootstrap_failure_rate, max_transfer_share, max_transfer_ms)
         spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                          output_len=output_len, api=api, request_timeout_s=request_timeout_s,
-                         load_timeout_s=load_timeout_s)
+                         load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
+                         marker="sglang_pd")
         _under_load(ctx, fleet, spec, limits, max_error_rate, out)
     if parity:
         chosen = task if task is not None else ("gsm8k" if parity_accuracy else None)

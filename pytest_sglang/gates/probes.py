@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Annotated
 import httpx
 
 from pytest_sglang.gates.base import Check, GateOutcome, compare
-from pytest_sglang.gates.keywords import Above, Count, UrlPath
+from pytest_sglang.gates.keywords import Above, Count, OneOf, UrlPath
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.shares import fleet_of
 from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout, load_spec
 from pytest_sglang.loadgen.probing import Prober, ProbeResult, ProbeSpec
+from pytest_sglang.loadgen.spec import APIS
 
 if TYPE_CHECKING:
     from pytest_sglang.server.handle import SGLangServer
@@ -151,6 +152,7 @@ def run_marker(
     requests: Requests = 64,
     input_len: Length = 2048,
     output_len: Length = 64,
+    api: Annotated[str, OneOf(APIS)] = "native",
     request_timeout_s: Timeout = None,
     load_timeout_s: Timeout = None,
 ) -> GateOutcome:
@@ -163,7 +165,7 @@ def run_marker(
     out = GateOutcome(GATE)
     targets = _targets(ctx)
     spec = load_spec(requests=requests, concurrency=concurrency, request_rate=None, input_len=input_len,
-                     output_len=output_len, api="native", request_timeout_s=request_timeout_s,
+                     output_len=output_len, api=api, request_timeout_s=request_timeout_s,
                      load_timeout_s=load_timeout_s)
     # awaited past the probe's timeout, so the real latency is measured and suggestions can use it
     measured = [ProbeSpec(s.kind, s.path, s.timeout_s * 5 + 5, s.period_s, s.failure_threshold) for s in specs]

@@ -119,6 +119,11 @@ GATES: tuple[MarkerGate, ...] = (
     MarkerGate("sglang_probes", "pytest_sglang.gates.probes:run_marker",
                "run a load while probing like Kubernetes (readiness and liveness) and fail when the pod would have "
                "been marked unready or restarted, or a DP rank answers nothing while /health is 200."),
+    MarkerGate("sglang_soak", "pytest_sglang.gates.soak:run_marker",
+               "hold a load for duration_s while sampling the server, and fail when its RSS or lost free KV grows "
+               "beyond a limit (the whole 95% interval of the slope) or it completes nothing for max_stall_s.",
+               needs=(LaunchNeed("enable_metrics", "--enable-metrics", "max_kv_free_drift reads the free KV tokens "
+                                 "from /metrics", when="max_kv_free_drift"),)),
 )
 
 GATES_BY_MARKER = {g.marker: g for g in GATES}

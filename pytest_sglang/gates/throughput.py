@@ -19,12 +19,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare
-from pytest_sglang.gates.keywords import Above, AtLeast, AtMost, Count, Fraction, OneOf, Threshold
+from pytest_sglang.gates.keywords import Above, AtLeast, AtMost, Count, Fraction, KeywordError, OneOf, Threshold
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadResult, LoadSpec
+from pytest_sglang.loadgen.datasets import PromptSource
 from pytest_sglang.loadgen.intervals import CONFIDENCE, figure_interval, side, unreliable_note
+from pytest_sglang.loadgen.result import merge_cache_reports
 from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS
 
 if TYPE_CHECKING:
@@ -40,6 +43,11 @@ Length = Annotated[int, AtLeast(1), AtMost(MAX_LEN)]
 InFlight = Annotated[int | None, AtLeast(1), AtMost(MAX_IN_FLIGHT)]
 #: Seconds; None = the option (--sglang-request-timeout / --sglang-load-timeout), else derived.
 Timeout = Annotated[float | None, Above(0)]
+#: ``dataset=``: random-ids, sharegpt:PATH, jsonl:PATH, mooncake:PATH, burstgpt:PATH, multiturn[:K=V,...]
+#: (checked by LoadSpec when the load is built, before anything is sent).
+Dataset = str
+#: ``trace_time_scale=``: a trace's times are multiplied by it (SGLang's --mooncake-slowdown-factor).
+TimeScale = Annotated[float, Above(0)]
 _SOURCE = "load generator (client side, bench_serving definitions)"
 _THROUGHPUT_FIX = (
     "raise server capacity (--max-running-requests, --mem-fraction-static, --chunked-prefill-size, "
@@ -253,6 +261,8 @@ def describe(result: LoadResult) -> dict[str, Any]:
     if result.warmup_errors:
         context["warmup failures"] = "; ".join(result.warmup_errors[:3])
     view = result.server_view
+    if result.spec.dataset != "random-ids":  # random ids share no prefix: the figure would say nothing
+        context.update(result.workload_context())
     if view:
         context["server view (/metrics peaks)"] = (
             f"running {view.get('peak_num_running_reqs', 0):g}, "
@@ -299,16 +309,31 @@ def median_result(results: Sequence[LoadResult]) -> LoadResult:
         percentile_sample=sum(r.percentile_sample for r in results),
         first_failures=first_failures,
         refused_from_s=min(refused) if refused else None,
+        cache_report=merge_cache_reports([r.cache_report for r in results]),
+        workload=first.workload,
         **values,
     )
 
 
 def load_spec(*, requests: int, concurrency: int | None, request_rate: float | None, input_len: int,
-              output_len: int, api: str, request_timeout_s: float | None, load_timeout_s: float | None) -> LoadSpec:
-    """The load of the load-shape keywords (``sglang_throughput`` and ``sglang_fleet`` share them)."""
-    return LoadSpec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
-                    output_len=output_len, api=api, request_timeout_s=request_timeout_s,
-                    load_timeout_s=load_timeout_s)
+              output_len: int, api: str, request_timeout_s: float | None, load_timeout_s: float | None,
+              dataset: str = "random-ids", trace_time_scale: float = 1.0,
+              marker: str = "sglang_throughput") -> LoadSpec:
+    """The load of the load-shape keywords (``sglang_throughput``, ``sglang_fleet``, ... share them).
+
+    The load's own checks (the dataset's form, a trace file's rows, a multiturn dataset's api) fail as
+    the marker's keyword, before anything is sent.
+    """
+    try:
+        spec = LoadSpec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
+                        output_len=output_len, api=api, request_timeout_s=request_timeout_s,
+                        load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale)
+        if dataset != "random-ids":
+            PromptSource(spec)  # the file and the rows the load uses (a trace is read streaming, bounded)
+        return spec
+    except ConfigError as exc:
+        name = exc.source.removeprefix("LoadSpec.")
+        raise KeywordError(f"@pytest.mark.{marker}", {name: exc.value}, exc.problem, exc.fix) from None
 
 
 def run_marker(
@@ -329,6 +354,8 @@ def run_marker(
     input_len: Length = 1024,
     output_len: Length = 256,
     api: Annotated[str, OneOf(APIS)] = "native",
+    dataset: Dataset = "random-ids",
+    trace_time_scale: TimeScale = 1.0,
     repeats: Count = 1,
     request_timeout_s: Timeout = None,
     load_timeout_s: Timeout = None,
@@ -344,8 +371,6 @@ def run_marker(
     marker against it at collection and shows it in ``pytest --markers``.
     """
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        from pytest_sglang.errors import ConfigError
-
         raise ConfigError(
             "sglang_throughput(repeats=...)",
             repeats,
@@ -354,7 +379,7 @@ def run_marker(
         )
     spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                      output_len=output_len, api=api, request_timeout_s=request_timeout_s,
-                     load_timeout_s=load_timeout_s)
+                     load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale)
     from pytest_sglang.gates.shares import run_loads
 
     results, shares = run_loads(ctx.server, lambda: [ctx.load(spec) for _ in range(repeats)])

@@ -1,5 +1,9 @@
 """The load generator: ``run_load(url, LoadSpec(...)) -> LoadResult`` with SGLang bench_serving metrics.
 
+Real workloads too: trace replay (``dataset="mooncake:PATH"``/``"burstgpt:PATH"``, :mod:`.replay`) and
+multi-turn chat (``dataset="multiturn:..."``, :mod:`.sessions`), with the prefix-cache hit rate as SGLang
+counts it (``LoadResult.cache_report``).
+
 Plain Python, usable without pytest. See docs/loadgen.md. Memory is bounded whatever the number of
 requests (prompts are built as requests start, records beyond ``LoadSpec.max_records`` are sampled),
 every wait has a deadline (``request_timeout_s`` per request, ``load_timeout_s`` for the whole
@@ -16,12 +20,14 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from pytest_sglang import ledger
-from pytest_sglang.loadgen import clock
+from pytest_sglang.loadgen import clock, traces
 from pytest_sglang.loadgen.multiproc import run_processes
 from pytest_sglang.loadgen.record import RequestRecord
+from pytest_sglang.loadgen.replay import run_trace
 from pytest_sglang.loadgen.result import LoadResult
-from pytest_sglang.loadgen.runner import Progress, ShardResult, run_single
-from pytest_sglang.loadgen.spec import LoadSpec
+from pytest_sglang.loadgen.runner import Progress, ShardResult, TimedRun, run_single
+from pytest_sglang.loadgen.sessions import run_sessions
+from pytest_sglang.loadgen.spec import LoadSpec, dataset_parts
 from pytest_sglang.redaction import register
 
 __all__ = ["LoadResult", "LoadSpec", "RequestRecord", "run_load"]
@@ -45,10 +51,14 @@ def run_load(
     """
     register(api_key)
     base = url.rstrip("/")
+    if spec.is_trace() and spec.load_timeout_s is None:  # the trace's own length bounds the load
+        kind, path = dataset_parts(spec.dataset)
+        span = traces.scan(kind, path, spec.requests).span_s  # a bad trace is an error before anything is sent
+        spec = spec.replace(load_timeout_s=spec.load_timeout(span_s=span * spec.trace_time_scale))
     if spec.processes > 1:
         shard, duration = run_processes(base, spec, api_key, progress)
     else:
-        shard, duration = _run_async(run_single(base, spec, api_key, progress))
+        shard, duration = _run_async(run_single(base, spec, api_key, progress, _timed(spec)))
     result = LoadResult.from_collector(
         spec,
         shard.collector,
@@ -58,12 +68,21 @@ def run_load(
         warmup_errors=shard.warmup_errors,
         not_sent=shard.not_sent,
         stopped=shard.stopped,
+        workload=shard.workload,
     )
     # What the run did to the server, for the summary (shards in child processes flush too: counted here).
     ledger.note_requests(result.completed + result.failed, result.total_input_tokens, result.total_output_tokens)
     if spec.flush_cache:
         ledger.note_flush()
     return result
+
+
+def _timed(spec: LoadSpec) -> TimedRun | None:
+    """The timed run of ``spec``'s dataset: a trace replay, multi-turn sessions, or the default."""
+    kind = dataset_parts(spec.dataset)[0]
+    if spec.is_trace():
+        return run_trace
+    return run_sessions if kind == "multiturn" else None
 
 
 def _run_async(coro: Coroutine[Any, Any, tuple[ShardResult, float]]) -> tuple[ShardResult, float]:

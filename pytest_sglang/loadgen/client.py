@@ -70,18 +70,22 @@ async def send_request(
     *,
     clock_base: float,
     output_len: int | None = None,
+    answer: list[str] | None = None,
 ) -> RequestRecord:
-    """Send one streaming request and measure it; never raises for a per-request failure."""
+    """Send one streaming request and measure it; never raises for a per-request failure.
+
+    ``answer``: a list that receives the answer's text (chat API), for a conversation's next turn.
+    """
     expected = prompt.output_len if output_len is None else output_len
     rec = RequestRecord(index=index, prompt_len=prompt.prompt_len, expected_output_len=expected)
     body = json.dumps(request_body(spec, prompt, expected)).encode()
+    limit = spec.request_timeout(expected, prompt.prompt_len if spec.is_trace() else None)  # a trace row's own length
     del prompt  # in flight, only the encoded body is held (a token id list costs ~7x its JSON)
-    limit = spec.request_timeout(expected)
     perf = time.perf_counter
     start = perf()
     rec.start_time = time.time()  # the same moment on the wall clock, to match server timestamps
     rec.start = start - clock_base
-    reader = make_reader(spec.api, rec, start, spec.ignore_eos)
+    reader = make_reader(spec.api, rec, start, spec.ignore_eos, answer)
     state = {"headers": False}
     try:
         await _within(limit, _stream(client, spec, body, reader, state))

@@ -185,6 +185,13 @@ class Collector:
     first: dict[str, tuple[int, str]] = field(default_factory=dict)
     #: Run-relative start of the earliest request whose connection was refused.
     refused_from: float | None = None
+    #: Prefix cache, exact over every completed request: [prompt tokens, cached tokens] of those whose
+    #: answer reported ``cached_tokens``, and how many completed without reporting it.
+    cache: list[int] = field(default_factory=lambda: [0, 0])
+    cache_requests: int = 0
+    cache_unreported: int = 0
+    #: Trace replay: the largest |send - scheduled| in seconds, exact over every request.
+    late_max: float = 0.0
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -196,6 +203,7 @@ class Collector:
     def add(self, rec: RequestRecord) -> None:
         self.seen += 1
         self._note_failure(rec)
+        self._note_workload(rec)
         if self.running is None:
             self.records.append(rec)
             self.values += len(rec.itl)
@@ -203,6 +211,18 @@ class Collector:
                 self._start_sampling()
             return
         self._sample(rec)
+
+    def _note_workload(self, rec: RequestRecord) -> None:
+        if rec.scheduled is not None:
+            self.late_max = max(self.late_max, abs(rec.start - rec.scheduled))
+        if not rec.success:
+            return
+        if rec.cached_tokens is None:
+            self.cache_unreported += 1
+            return
+        self.cache_requests += 1
+        self.cache[0] += rec.prompt_len
+        self.cache[1] += rec.cached_tokens
 
     def _note_failure(self, rec: RequestRecord) -> None:
         kind = rec.error_kind
@@ -233,6 +253,10 @@ class Collector:
         """Fold in a client process's collector; its times move by ``shift_s`` onto this clock."""
         for kind, n in other.errors.items():
             self.errors[kind] = self.errors.get(kind, 0) + n
+        self.cache = [self.cache[0] + other.cache[0], self.cache[1] + other.cache[1]]
+        self.cache_requests += other.cache_requests
+        self.cache_unreported += other.cache_unreported
+        self.late_max = max(self.late_max, other.late_max)
         for kind, (index, text) in other.first.items():
             if kind not in self.first or index < self.first[kind][0]:
                 self.first[kind] = (index, text)

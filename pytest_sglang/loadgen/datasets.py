@@ -1,5 +1,9 @@
 """Prompts for a load: random token ids (exact lengths, no tokenizer), ShareGPT files, JSONL files.
 
+Traces (``mooncake:``/``burstgpt:``) and ``multiturn`` build their requests in :mod:`.replay` and
+:mod:`.sessions`; here a trace's rows are only checked (streaming, before anything is sent), and
+their warmup requests are random-ids prompts.
+
 Lengths are drawn as bench_serving does: uniformly in ``[max(int(L * range_ratio), 1), L]``.
 """
 
@@ -13,7 +17,9 @@ from typing import Any
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.files import DEFAULT_CAP, read_capped_text
+from pytest_sglang.loadgen import traces
 from pytest_sglang.loadgen.spec import MAX_LEN, LoadSpec, dataset_parts
+from pytest_sglang.loadgen.workloads import TRACE_KINDS
 
 #: Rough characters per token for text prompts when no tokenizer is at hand (the server's own
 #: ``prompt_tokens`` replaces the estimate once a request completes).
@@ -51,7 +57,11 @@ class PromptSource:
         self.seed = spec.seed + seed_offset
         kind, path = dataset_parts(spec.dataset)
         self._base: list[tuple[PromptValue, int | None]] | None = None
-        if kind == "sharegpt":
+        #: The rows a trace replay will use (checked here, read again streaming during the load).
+        self.trace: traces.TraceScan | None = None
+        if kind in TRACE_KINDS:
+            self.trace = traces.scan(kind, path, spec.requests)
+        elif kind == "sharegpt":
             self._base = list(_read_sharegpt(Path(path)))
         elif kind == "jsonl":
             self._base = _read_jsonl(Path(path))
@@ -64,7 +74,7 @@ class PromptSource:
             return _random_prompt(spec, rng, self._vocab)
         text, out_len = self._base[index % len(self._base)]
         length = out_len if out_len is not None else _draw(spec.output_len, spec.range_ratio, rng)
-        return Prompt(text, _estimate_len(text), length)
+        return Prompt(text, estimate_len(text), length)
 
 
 def build_prompts(spec: LoadSpec, count: int | None = None, *, seed_offset: int = 0) -> list[Prompt]:
@@ -87,7 +97,7 @@ def _random_prompt(spec: LoadSpec, rng: random.Random, vocab: range) -> Prompt:
     return Prompt(ids, in_len, out_len)
 
 
-def _estimate_len(prompt: PromptValue) -> int:
+def estimate_len(prompt: PromptValue) -> int:
     if isinstance(prompt, str):
         return max(1, len(prompt) // CHARS_PER_TOKEN)
     if prompt and isinstance(prompt[0], dict):

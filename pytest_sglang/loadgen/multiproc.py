@@ -28,6 +28,7 @@ from pytest_sglang.loadgen.collect import Collector
 from pytest_sglang.loadgen.datasets import PromptSource
 from pytest_sglang.loadgen.runner import Progress, Shard, ShardResult, probe, run_shard, warmup
 from pytest_sglang.loadgen.runner import flush_cache as do_flush
+from pytest_sglang.loadgen.servermetrics import MetricsSampler
 from pytest_sglang.loadgen.spec import LoadSpec
 
 #: Spawned children must import the package and build a client; allow for a loaded machine.
@@ -67,6 +68,9 @@ def _child(job: ChildJob, barrier: Barrier, out: Queue[ChildReport], done: Synch
     async def main() -> ChildReport:
         client = make_client(job.url, api_key=job.api_key, connections=job.shard.concurrency)
         async with client:
+            sampler = MetricsSampler(client) if job.sample else None
+            if sampler is not None:  # the cache counters before any process starts its requests
+                await sampler.baseline()
             await asyncio.get_running_loop().run_in_executor(None, barrier.wait, BARRIER_TIMEOUT_S)
             wall, base = time.time(), time.perf_counter()
             deadline = asyncio.get_running_loop().time() + (job.deadline_wall - wall)
@@ -76,7 +80,7 @@ def _child(job: ChildJob, barrier: Barrier, out: Queue[ChildReport], done: Synch
                     done.value += 1
 
             result = await run_shard(client, job.spec, job.shard, clock_base=base, deadline=deadline,
-                                     cap=job.cap, progress=tick, sample=job.sample)
+                                     cap=job.cap, progress=tick, sampler=sampler)
             return ChildReport(wall, result.end, result.collector, result.server_view, result.not_sent,
                                result.stopped)
 

@@ -54,6 +54,12 @@ class RequestRecord:
     chunks: int = 0
     #: The server's request id (``meta_info.id`` / chunk ``id``), to find the request in server logs.
     rid: str | None = None
+    #: Prompt tokens the server took from its prefix cache, as it reports them (``meta_info.cached_tokens``;
+    #: OpenAI ``usage.prompt_tokens_details.cached_tokens`` with ``--enable-cache-report``); None = not reported.
+    cached_tokens: int | None = None
+    #: Trace replay: when the trace says to send it (seconds from the start of the run, scaled); the
+    #: send's timing error is ``start - scheduled``. None for other loads.
+    scheduled: float | None = None
     error: str | None = None
     error_kind: str | None = None
 

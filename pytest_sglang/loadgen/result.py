@@ -10,13 +10,13 @@ from pytest_sglang.loadgen.collect import Collector
 from pytest_sglang.loadgen.intervals import MAX_SAMPLES, Samples, thin
 from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.spec import LoadSpec
-from pytest_sglang.loadgen.stats import calculate_metrics, error_counts
+from pytest_sglang.loadgen.stats import calculate_metrics, error_counts, percentile
 
 _BACKENDS = {"native": "sglang", "completions": "sglang-oai", "chat": "sglang-oai-chat"}
 #: Fields that are not bench_serving metrics (what explains them, and how they were obtained).
 _CONTEXT = frozenset({
     "spec", "url", "errors", "warmup_errors", "server_view", "records", "not_sent", "stopped",
-    "percentile_sample", "first_failures", "refused_from_s",
+    "percentile_sample", "first_failures", "refused_from_s", "cache_report", "workload",
 })
 
 
@@ -82,6 +82,11 @@ class LoadResult:
     #: Seconds from the start of the timed run to the first request whose connection was refused
     #: (the server died or stopped listening), or None.
     refused_from_s: float | None = None
+    #: The prefix cache as SGLang counts it: bench_serving's ``cache_report`` keys (from each answer's
+    #: ``cached_tokens``) plus the server's own figures from /metrics (see :func:`cache_report`).
+    cache_report: dict[str, Any] = field(default_factory=dict)
+    #: A trace replay's or multi-turn run's facts, with the replay's timing error (see :func:`timing_error`).
+    workload: dict[str, Any] = field(default_factory=dict)
     records: list[RequestRecord] = field(default_factory=list, repr=False)
 
     @classmethod
@@ -119,8 +124,12 @@ class LoadResult:
         warmup_errors: Sequence[str] = (),
         not_sent: int = 0,
         stopped: str = "",
+        workload: dict[str, Any] | None = None,
     ) -> LoadResult:
         """The result of a run whose records went through a :class:`Collector` (bounded memory)."""
+        facts = dict(workload or {})
+        if "trace" in facts:
+            facts["timing_error_ms"] = timing_error(collector)
         return cls(
             spec=spec,
             url=url,
@@ -133,6 +142,9 @@ class LoadResult:
             percentile_sample=len(collector.records) if collector.sampled else 0,
             first_failures=collector.failure_examples(),
             refused_from_s=collector.refused_from,
+            cache_report=cache_report(collector.cache, collector.cache_requests, collector.cache_unreported,
+                                      server_view or {}),
+            workload=facts,
             **collector.metrics(duration),
         )
 
@@ -220,6 +232,8 @@ class LoadResult:
             "percentile_sample": self.percentile_sample,
             "first_failures": dict(self.first_failures),
             "refused_from_s": self.refused_from_s,
+            "cache_report": dict(self.cache_report),
+            "workload": dict(self.workload),
             "spec": self.spec.to_dict(),
             # Bounded per-request samples: what a baseline comparison needs for its interval.
             "samples": self.samples().to_dict(),
@@ -227,6 +241,14 @@ class LoadResult:
         if records:
             out["records"] = [r.to_dict() for r in self.records]
         return out
+
+    def workload_lines(self) -> list[str]:
+        """``"prefix cache: ..."``, ``"replay: ..."`` lines for summaries and the CLI."""
+        return [f"{label}: {text}" for label, text in self.workload_context().items()]
+
+    def workload_context(self) -> dict[str, str]:
+        """The prefix cache and the trace replay (or multi-turn) facts, by label (empty when nothing to say)."""
+        return workload_context(self.cache_report, self.workload)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LoadResult:
@@ -236,3 +258,88 @@ class LoadResult:
         values = {k: v for k, v in data.items() if k in names}
         recs = [RequestRecord.from_dict(r) for r in data.get("records", [])]
         return cls(spec=spec, records=recs, **values)
+
+
+def timing_error(collector: Collector) -> dict[str, float]:
+    """|actual send - scheduled send| in ms: p50/p99 from the records kept (a sample beyond the cap), max exact."""
+    late = [abs(r.start - r.scheduled) * 1000 for r in collector.records if r.scheduled is not None]
+    return {"p50": round(percentile(late, 50), 3), "p99": round(percentile(late, 99), 3),
+            "max": round(collector.late_max * 1000, 3)}
+
+
+def cache_report(totals: Sequence[int], reporting: int, unreported: int, view: dict[str, float]) -> dict[str, Any]:
+    """bench_serving's ``cache_report`` keys from per-request ``cached_tokens``, plus the server's /metrics view.
+
+    ``server_cache_hit_rate_pct``: growth of ``sglang:cached_tokens_total`` over ``sglang:prompt_tokens_total``
+    during the timed run; ``server_mean_cache_hit_rate_pct``: the ``sglang:cache_hit_rate`` gauge averaged
+    over the run's samples. None when the server did not report it.
+    """
+    prompt, cached = totals
+    out: dict[str, Any] = {
+        "total_prompt_tokens": prompt,
+        "total_cached_tokens": cached,
+        "cache_hit_rate_pct": round(100 * cached / prompt, 2) if prompt else None,
+        "requests_reporting": reporting,
+        "requests_not_reporting": unreported,
+        "server_cache_hit_rate_pct": None,
+        "server_mean_cache_hit_rate_pct": None,
+    }
+    if view.get("prompt_tokens"):
+        out["server_cache_hit_rate_pct"] = round(100 * view.get("cached_tokens", 0.0) / view["prompt_tokens"], 2)
+    if "mean_cache_hit_rate" in view:
+        out["server_mean_cache_hit_rate_pct"] = round(100 * view["mean_cache_hit_rate"], 2)
+    return out
+
+
+def merge_cache_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The cache report of several runs (repeats): totals summed, rates recomputed; server figures averaged."""
+    if not any(reports):
+        return {}
+    totals = [sum(r.get("total_prompt_tokens", 0) for r in reports),
+              sum(r.get("total_cached_tokens", 0) for r in reports)]
+    merged = cache_report(totals, sum(r.get("requests_reporting", 0) for r in reports),
+                          sum(r.get("requests_not_reporting", 0) for r in reports), {})
+    for key in ("server_cache_hit_rate_pct", "server_mean_cache_hit_rate_pct"):
+        values = [r[key] for r in reports if r.get(key) is not None]
+        merged[key] = round(sum(values) / len(values), 2) if values else None
+    return merged
+
+
+def cache_text(report: dict[str, Any]) -> str:
+    """``hit 62.5% (cached_tokens 1,200 of 1,920 prompt tokens); server 61.0% (sglang:cached_tokens_total)...``."""
+    if not report:
+        return ""
+    parts = []
+    if report.get("cache_hit_rate_pct") is not None and report.get("requests_reporting"):
+        parts.append(f"hit {report['cache_hit_rate_pct']:.1f}% (cached_tokens {report['total_cached_tokens']:,} "
+                     f"of {report['total_prompt_tokens']:,} prompt tokens)")
+    elif report.get("requests_not_reporting"):
+        parts.append("no answer reported cached_tokens (OpenAI APIs: start SGLang with --enable-cache-report)")
+    if report.get("server_cache_hit_rate_pct") is not None:
+        parts.append(f"server {report['server_cache_hit_rate_pct']:.1f}% "
+                     "(sglang:cached_tokens_total / sglang:prompt_tokens_total)")
+    if report.get("server_mean_cache_hit_rate_pct") is not None:
+        parts.append(f"sglang:cache_hit_rate mean {report['server_mean_cache_hit_rate_pct']:.1f}%")
+    return "; ".join(parts)
+
+
+def workload_context(cache: dict[str, Any], facts: dict[str, Any]) -> dict[str, str]:
+    """Labelled lines for a load's ``cache_report`` and ``workload`` (plain data: reports call it too)."""
+    lines: dict[str, str] = {}
+    text = cache_text(cache)
+    if text:
+        lines["prefix cache"] = text
+    if "trace" in facts:
+        err = facts.get("timing_error_ms") or {}
+        line = (f"{facts['rows']} {facts['trace']} rows x {facts['time_scale']:g} time scale over "
+                f"{facts['span_s']:g} s; send timing error p50/p99/max {err.get('p50', 0):.1f}/"
+                f"{err.get('p99', 0):.1f}/{err.get('max', 0):.1f} ms")
+        if facts.get("cap_waits"):
+            line += (f"; in-flight cap {facts['in_flight_cap']} reached: {facts['cap_waits']} requests "
+                     "waited for room and were sent late (raise concurrency=)")
+        if facts.get("skipped_rows"):
+            line += f"; {facts['skipped_rows']} rows with 0 tokens skipped (failed when recorded)"
+        lines["replay"] = line
+    elif "sessions" in facts:
+        lines["multi-turn"] = f"{facts['sessions']} sessions x {facts['turns']} turns, think {facts['think_s']:g} s"
+    return lines

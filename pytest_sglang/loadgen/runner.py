@@ -30,7 +30,8 @@ from pytest_sglang.loadgen.spec import WARMUP_MAX_TOKENS, LoadSpec
 from pytest_sglang.redaction import scrub
 
 Progress = Callable[[int, int], None]
-RequestFactory = Callable[[int], Coroutine[Any, Any, RequestRecord]]
+#: A request (or a whole multi-turn session, which hands its records over itself and returns None).
+RequestFactory = Callable[[int], Coroutine[Any, Any, RequestRecord | None]]
 #: Seconds given to cancelled requests to unwind (close their connections) on Ctrl-C.
 CANCEL_GRACE_S = 1.0
 
@@ -58,6 +59,13 @@ class ShardResult:
     warmup_errors: list[str] = field(default_factory=list)
     not_sent: int = 0
     stopped: str = ""
+    #: A trace replay's or multi-turn run's own facts (rows, time scale, in-flight cap and how often it
+    #: held a request back; sessions and turns).
+    workload: dict[str, Any] = field(default_factory=dict)
+
+
+#: The timed part of a load (:func:`run_shard`, or a trace replay / multi-turn sessions): same arguments.
+TimedRun = Callable[..., Coroutine[Any, Any, ShardResult]]
 
 
 def arrival_offsets(rate: float, burstiness: float, seed: int) -> Iterator[float]:
@@ -83,9 +91,12 @@ class Driver:
         self.deadline = deadline
         self.progress = progress
         self.total = total
-        self.tasks: dict[asyncio.Task[RequestRecord], int] = {}
+        #: Task -> index of the request it has in flight (None: a session thinking between turns).
+        self.tasks: dict[asyncio.Task[RequestRecord | None], int | None] = {}
         self.finished = 0
         self.expired = False
+        #: Requests that waited for room under the cap (a trace replay reports it: they were sent late).
+        self.cap_waits = 0
         self._crash: BaseException | None = None
 
     async def run(self, indices: Iterable[int], make: RequestFactory, *, cap: int | None,
@@ -98,6 +109,8 @@ class Driver:
             for index in indices:
                 if arrivals is not None and not await self._sleep_until(t0 + next(arrivals)):
                     break
+                if cap is not None and len(self.tasks) >= cap:
+                    self.cap_waits += 1
                 if not await self._room(cap):
                     break
                 task = loop.create_task(make(index))
@@ -137,7 +150,7 @@ class Driver:
             return False
         return True
 
-    def _done(self, task: asyncio.Task[RequestRecord]) -> None:
+    def _done(self, task: asyncio.Task[RequestRecord | None]) -> None:
         self.tasks.pop(task, None)
         if task.cancelled():
             return
@@ -145,7 +158,13 @@ class Driver:
         if exc is not None:  # a bug, not a request failure (those are records): end the run with it
             self._crash = exc
             return
-        self.on_record(task.result())
+        record = task.result()
+        if record is not None:
+            self.record(record)
+
+    def record(self, record: RequestRecord) -> None:
+        """One finished request: to the collector, and counted for the progress bar."""
+        self.on_record(record)
         self.finished += 1
         if self.progress is not None:
             self.progress(self.finished, self.total)
@@ -156,7 +175,7 @@ class Driver:
             task.cancel()
         if pending:
             await asyncio.wait(list(pending), timeout=CANCEL_GRACE_S)
-        return [index for task, index in pending.items() if task.cancelled()]
+        return [index for task, index in pending.items() if task.cancelled() and index is not None]
 
     async def _expire(self, reason: str) -> None:
         for index in sorted(await self._cancel_all()):
@@ -192,7 +211,7 @@ async def warmup(client: httpx.AsyncClient, spec: LoadSpec, url: str, deadline: 
 
     driver = Driver(records.append, deadline)
     await driver.run(range(spec.warmup), make, cap=min(spec.warmup, spec.concurrency or spec.warmup),
-                     expiry=_expiry(spec, "warmup"))
+                     expiry=expiry(spec, "warmup"))
     for r in sorted(records, key=lambda r: -r.index):
         if r.error_kind and r.error_kind.startswith("http_4"):
             fix = (
@@ -205,7 +224,7 @@ async def warmup(client: httpx.AsyncClient, spec: LoadSpec, url: str, deadline: 
     return [f"{r.error_kind}: {r.error}" for r in records if r.error_kind]
 
 
-def _expiry(spec: LoadSpec, phase: str) -> str:
+def expiry(spec: LoadSpec, phase: str) -> str:
     return f"cancelled in flight: the load's deadline load_timeout_s={spec.load_timeout():g} s passed ({phase})"
 
 
@@ -232,18 +251,18 @@ async def run_shard(
     cap: int | None = None,
     progress: Progress | None = None,
     sample: bool = False,
+    sampler: MetricsSampler | None = None,
 ) -> ShardResult:
     """Run one shard's requests; record times relative to ``clock_base`` (a perf_counter value).
 
     ``deadline`` is a ``loop.time()`` value; ``cap`` bounds the records kept (default
-    ``spec.max_records``).
+    ``spec.max_records``). ``sampler``: a /metrics sampler whose baseline was read before the clock
+    started (else one is made here when ``sample``).
     """
     collector = Collector(cap or spec.max_records, seed=shard.seed)
     indices = shard.indices(spec.requests)
     source = PromptSource(spec)
-    sampler = MetricsSampler(client) if sample else None
-    if sampler:
-        sampler.start()
+    sampler = await start_sampler(client, sample, sampler)
 
     def make(i: int) -> Coroutine[Any, Any, RequestRecord]:
         return send_request(client, spec, source.get(i), i, clock_base=clock_base)
@@ -252,7 +271,7 @@ async def run_shard(
     driver = Driver(collector.add, deadline, progress, len(indices))
     try:
         started = await driver.run(indices, make, cap=shard.concurrency, arrivals=arrivals,
-                                   expiry=_expiry(spec, "timed run"))
+                                   expiry=expiry(spec, "timed run"))
     finally:
         view = await sampler.stop() if sampler else {}
     not_sent = len(indices) - started
@@ -264,24 +283,40 @@ async def run_shard(
     return ShardResult(collector=collector, end=end, server_view=view, not_sent=not_sent, stopped=stopped)
 
 
+async def start_sampler(client: httpx.AsyncClient, sample: bool,
+                        sampler: MetricsSampler | None) -> MetricsSampler | None:
+    """``sampler`` (baseline read) or a new one when ``sample``, started; None when not sampling."""
+    if sampler is None and sample:
+        sampler = MetricsSampler(client)
+        await sampler.baseline()
+    if sampler is not None:
+        sampler.start()
+    return sampler
+
+
 async def run_single(
-    url: str, spec: LoadSpec, api_key: str | None, progress: Progress | None = None
+    url: str, spec: LoadSpec, api_key: str | None, progress: Progress | None = None, timed: TimedRun | None = None,
 ) -> tuple[ShardResult, float]:
-    """The whole load in this process: probe, warmup, flush, timed run. Returns (result, duration)."""
+    """The whole load in this process: probe, warmup, flush, timed run. Returns (result, duration).
+
+    ``timed``: the timed run (default :func:`run_shard`; a trace replay or multi-turn sessions).
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + spec.load_timeout()
     PromptSource(spec)  # a bad dataset file is an error before anything is sent
-    client = make_client(url, api_key=api_key, connections=spec.concurrency)
+    client = make_client(url, api_key=api_key, connections=spec.in_flight() if spec.is_trace() else spec.concurrency)
     async with client:
         await probe(client, url, _bounded(10.0, deadline))
         warm = await warmup(client, spec, url, deadline)
         if spec.flush_cache:
             await flush_cache(client, url, _bounded(90.0, deadline))
         shard = Shard(0, 1, spec.concurrency, spec.request_rate, spec.seed)
+        sampler = MetricsSampler(client) if spec.sample_server_metrics else None
+        if sampler is not None:  # the cache counters before the clock starts (not part of the timed run)
+            await sampler.baseline()
         base = time.perf_counter()
-        result = await run_shard(
-            client, spec, shard, clock_base=base, deadline=deadline, progress=progress,
-            sample=spec.sample_server_metrics,
+        result = await (timed or run_shard)(
+            client, spec, shard, clock_base=base, deadline=deadline, progress=progress, sampler=sampler,
         )
         duration = time.perf_counter() - base
     result.warmup_errors = warm

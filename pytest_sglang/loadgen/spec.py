@@ -9,10 +9,15 @@ from dataclasses import InitVar, dataclass
 from typing import Any
 
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.loadgen.workloads import DEFAULT_TRACE_CAP, TRACE_KINDS, multiturn_shape
 
 APIS = ("native", "chat", "completions")
-#: Dataset forms: ``random-ids``, ``sharegpt:PATH``, ``jsonl:PATH``.
-DATASET_KINDS = ("random-ids", "sharegpt", "jsonl")
+#: Dataset forms: ``random-ids``, ``sharegpt:PATH``, ``jsonl:PATH``, the traces ``mooncake:PATH`` and
+#: ``burstgpt:PATH``, and ``multiturn[:KEY=VALUE,...]`` (see :mod:`.workloads`).
+DATASET_KINDS = ("random-ids", "sharegpt", "jsonl", *TRACE_KINDS, "multiturn")
+DATASET_FORMS = "random-ids, sharegpt:PATH, jsonl:PATH, mooncake:PATH, burstgpt:PATH or multiturn[:KEY=VALUE,...]"
+#: Largest ``trace_time_scale`` either way (beyond, a trace would take years or arrive all at once).
+MAX_TIME_SCALE = 1e6
 
 # Sizes beyond these are typos or runaway arithmetic, not loads: refused before anything is built.
 MAX_REQUESTS = 10_000_000
@@ -82,6 +87,9 @@ class LoadSpec:
     #: Per-request records kept whole. Beyond, a uniform sample of this many is kept, latency
     #: percentiles come from it and the result says so (means, counts and maxima stay exact).
     max_records: int = 100_000
+    #: Trace replay: a request is sent at (its trace time - the first's) x this factor. SGLang's
+    #: bench_serving calls it ``--mooncake-slowdown-factor`` (2.0 = twice as slow, 0.1 = 10x faster).
+    trace_time_scale: float = 1.0
     timeout_s: InitVar[float | None] = None
 
     def __post_init__(self, timeout_s: float | None) -> None:
@@ -110,7 +118,9 @@ class LoadSpec:
                 "must be a finite number > 0 requests/s",
                 "give a positive rate, or None for all requests at once",
             )
-        if self.concurrency is None and self.request_rate is None and self.requests > MAX_IN_FLIGHT:
+        paced_elsewhere = dataset_parts(self.dataset)[0] in (*TRACE_KINDS, "multiturn")  # trace clock, sessions
+        if self.concurrency is None and self.request_rate is None and self.requests > MAX_IN_FLIGHT \
+                and not paced_elsewhere:
             _bad(
                 "requests",
                 self.requests,
@@ -145,10 +155,7 @@ class LoadSpec:
     def _check_other(self) -> None:
         if self.api not in APIS:
             _bad("api", self.api, "unknown API", f"use one of {', '.join(APIS)}")
-        kind, path = dataset_parts(self.dataset)
-        needs_path = kind != "random-ids"
-        if kind not in DATASET_KINDS or needs_path != bool(path):
-            _bad("dataset", self.dataset, "unknown dataset", "use random-ids, sharegpt:PATH or jsonl:PATH")
+        self._check_dataset()
         _count("processes", self.processes, MAX_PROCESSES, "one process per core is enough")
         if self.concurrency is not None and self.processes > self.concurrency:
             _bad(
@@ -159,6 +166,46 @@ class LoadSpec:
             )
         if self.vocab_size <= 11:
             _bad("vocab_size", self.vocab_size, "must be > 11", "give the model's vocabulary size")
+
+    def _check_dataset(self) -> None:
+        kind, path = dataset_parts(self.dataset)
+        needs_path = kind != "random-ids"
+        if kind not in DATASET_KINDS or (needs_path != bool(path) and kind != "multiturn") or (
+                kind == "random-ids" and ":" in self.dataset):
+            _bad("dataset", self.dataset, "unknown dataset", f"use {DATASET_FORMS}")
+        scale = self.trace_time_scale
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (
+                1 / MAX_TIME_SCALE <= scale <= MAX_TIME_SCALE):
+            _bad("trace_time_scale", scale, f"must be a number from {1 / MAX_TIME_SCALE:g} to {MAX_TIME_SCALE:g}",
+                 "use 1.0 to replay at the recorded pace, 0.1 for 10x faster, 2.0 for twice as slow")
+        if scale != 1.0 and kind not in TRACE_KINDS:  # it would change nothing: say so rather than ignore it
+            _bad("trace_time_scale", scale, f"applies to a trace replay only, not to dataset {kind}",
+                 "drop trace_time_scale, or give dataset='mooncake:PATH' or 'burstgpt:PATH'")
+        if kind not in ("random-ids", "sharegpt", "jsonl") and self.processes > 1:
+            _bad("processes", self.processes, f"must be 1 for dataset {kind} (one timeline: a trace's clock or "
+                 "each session's turns)", "drop processes=, or use a random-ids/sharegpt/jsonl dataset")
+        if kind in TRACE_KINDS and self.request_rate is not None:
+            _bad("request_rate", self.request_rate, f"cannot be combined with the {kind} trace, which gives the "
+                 "arrival times", "drop request_rate; speed the replay up or down with trace_time_scale")
+        if kind == "multiturn":
+            self._check_multiturn()
+
+    def _check_multiturn(self) -> None:
+        shape = multiturn_shape(self.dataset)
+        if self.api != "chat":
+            _bad("api", self.api, "a multiturn dataset is a conversation through the chat API (as SGLang's "
+                 "bench_serving multi-turn mode)", "use api='chat' (--api chat)")
+        if self.request_rate is not None:
+            _bad("request_rate", self.request_rate, "cannot pace a multiturn dataset (sessions pace themselves: "
+                 "turns follow answers after think_s)", "drop request_rate; give concurrency= (sessions at once)")
+        sessions = shape.session_count(self.requests)
+        if self.concurrency is None and sessions > MAX_IN_FLIGHT:
+            _bad("dataset", self.dataset, f"has {sessions:,} sessions, all at once (no concurrency): "
+                 f"at most {MAX_IN_FLIGHT:,}", "give concurrency=N (sessions in flight)")
+
+    def is_trace(self) -> bool:
+        """Whether the dataset is a recorded trace replayed on its own clock."""
+        return dataset_parts(self.dataset)[0] in TRACE_KINDS
 
     def replace(self, **changes: Any) -> LoadSpec:
         """A copy of this spec with ``changes`` applied (validated again)."""
@@ -188,28 +235,46 @@ class LoadSpec:
         """Requests the load keeps open at once at most (with a rate: as many as have arrived)."""
         if self.concurrency is not None:
             return self.concurrency
+        if self.is_trace():
+            return min(self.requests, DEFAULT_TRACE_CAP)
         return self.requests if self.request_rate is None else min(self.requests, TYPICAL_BATCH)
 
-    def request_timeout(self, output_len: int | None = None) -> float:
-        """``request_timeout_s``, or the default derived from the workload (see the module constants)."""
+    def request_timeout(self, output_len: int | None = None, input_len: int | None = None) -> float:
+        """``request_timeout_s``, or the default derived from the workload (see the module constants).
+
+        ``input_len``/``output_len``: one request's lengths when they are not the spec's (a trace's).
+        """
         if self.request_timeout_s is not None:
             return float(self.request_timeout_s)
         out = self.output_len if output_len is None else output_len
-        work = self.input_len / SLOW_PREFILL_TOK_S + out / SLOW_DECODE_TOK_S
+        work = (self.input_len if input_len is None else input_len) / SLOW_PREFILL_TOK_S + out / SLOW_DECODE_TOK_S
         return REQUEST_TIMEOUT_FLOOR_S + work * max(1.0, self.in_flight() / TYPICAL_BATCH)
 
-    def load_timeout(self) -> float:
-        """``load_timeout_s``, or the time the load may take when every request takes its whole limit."""
+    def load_timeout(self, span_s: float = 0.0) -> float:
+        """``load_timeout_s``, or the time the load may take when every request takes its whole limit.
+
+        ``span_s``: a trace's replay time (its last request's scaled time), which the caller read.
+        """
         if self.load_timeout_s is not None:
             return float(self.load_timeout_s)
         per = self.request_timeout()
+        kind = dataset_parts(self.dataset)[0]
+        if kind in TRACE_KINDS:
+            return SETUP_ALLOWANCE_S + self._warm_time() + span_s + per * math.ceil(self.requests / self.in_flight())
+        if kind == "multiturn":
+            shape = multiturn_shape(self.dataset)
+            sessions = shape.session_count(self.requests)
+            waves = math.ceil(sessions / self.concurrency) if self.concurrency else 1
+            return SETUP_ALLOWANCE_S + self._warm_time() + waves * shape.turns * (per + shape.think_s)
         waves = math.ceil(self.requests / self.concurrency) if self.concurrency else 1
         arrivals = 2 * self.requests / self.request_rate if self.request_rate is not None else 0.0
-        warm = 0.0
-        if self.warmup:
-            width = min(self.warmup, self.concurrency or self.warmup)
-            warm = math.ceil(self.warmup / width) * self.request_timeout(min(self.output_len, WARMUP_MAX_TOKENS))
-        return SETUP_ALLOWANCE_S + warm + max(arrivals + per, waves * per)
+        return SETUP_ALLOWANCE_S + self._warm_time() + max(arrivals + per, waves * per)
+
+    def _warm_time(self) -> float:
+        if not self.warmup:
+            return 0.0
+        width = min(self.warmup, self.concurrency or self.warmup)
+        return math.ceil(self.warmup / width) * self.request_timeout(min(self.output_len, WARMUP_MAX_TOKENS))
 
     def shape(self) -> str:
         """The load shape in one line, for messages and reports."""
@@ -218,6 +283,11 @@ class LoadSpec:
             arrival += f", request_rate={self.request_rate:g}/s"
             if self.burstiness != 1.0:
                 arrival += f" (burstiness {self.burstiness:g})"
+        if self.is_trace():
+            arrival = (f"trace times x {self.trace_time_scale:g}, in flight at most "
+                       f"{self.concurrency if self.concurrency is not None else DEFAULT_TRACE_CAP}")
+            return f"up to {self.requests} requests, {arrival}, lengths from the trace, api={self.api}, " \
+                   f"dataset={self.dataset}"
         lens = f"input_len={self.input_len}, output_len={self.output_len}"
         if self.range_ratio != 1.0:
             lens += f", range_ratio={self.range_ratio:g}"

@@ -193,6 +193,9 @@ class NativeReader(StreamReader):
         prompt_tokens = _count(meta.get("prompt_tokens"))
         if prompt_tokens is not None:
             self.record.prompt_len = prompt_tokens
+        cached = _count(meta.get("cached_tokens"))
+        if cached is not None:
+            self.record.cached_tokens = cached
         ids = data.get("output_ids")
         if isinstance(ids, list):
             self._ids(len(ids), n)
@@ -253,11 +256,14 @@ def _count_ids(payload: bytes) -> int | None:
 class OpenAIReader(StreamReader):
     """``/v1/completions`` and ``/v1/chat/completions``: raw gap per content chunk."""
 
-    def __init__(self, record: RequestRecord, start: float, ignore_eos: bool, chat: bool) -> None:
+    def __init__(self, record: RequestRecord, start: float, ignore_eos: bool, chat: bool,
+                 answer: list[str] | None = None) -> None:
         super().__init__(record, start, ignore_eos)
         self.chat = chat
         #: ``choices[0].token_ids`` summed (completions with ``return_token_ids``), else None.
         self.token_ids: int | None = None
+        #: Where the answer's content goes when the caller keeps it (a multi-turn conversation).
+        self.answer = answer
 
     def on_chunk(self, t: float, data: dict[str, Any]) -> None:
         if self.record.rid is None and "id" in data:
@@ -269,6 +275,13 @@ class OpenAIReader(StreamReader):
             prompt_tokens = _count(usage.get("prompt_tokens"))
             if prompt_tokens is not None:
                 self.record.prompt_len = prompt_tokens
+            # Only with the server's --enable-cache-report (else prompt_tokens_details is null).
+            cached = _count(_obj(usage.get("prompt_tokens_details")).get("cached_tokens"))
+            if cached is not None:
+                self.record.cached_tokens = cached
+        details = _obj(_obj(data.get("sglext")).get("cached_tokens_details"))
+        if details:  # per-tier counts, asked for with return_cached_tokens_details (bench_serving sums them)
+            self.record.cached_tokens = sum(_count(details.get(k)) or 0 for k in ("device", "host", "storage"))
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
             return
@@ -282,7 +295,10 @@ class OpenAIReader(StreamReader):
             self.token_ids = (self.token_ids or 0) + len(ids)
         if self.chat:
             delta = _obj(choice.get("delta"))
-            text = _str(delta.get("content")) + _str(delta.get("reasoning_content"))
+            content = _str(delta.get("content"))
+            if self.answer is not None and content:
+                self.answer.append(content)
+            text = content + _str(delta.get("reasoning_content"))
         else:
             text = _str(choice.get("text"))
         if text and self.token_text(t):
@@ -312,7 +328,9 @@ def _str(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def make_reader(api: str, record: RequestRecord, start: float, ignore_eos: bool) -> StreamReader:
+def make_reader(api: str, record: RequestRecord, start: float, ignore_eos: bool,
+                answer: list[str] | None = None) -> StreamReader:
+    """The reader of ``api``'s stream; ``answer`` (chat only) receives the answer's content as it arrives."""
     if api == "native":
         return NativeReader(record, start, ignore_eos)
-    return OpenAIReader(record, start, ignore_eos, chat=api == "chat")
+    return OpenAIReader(record, start, ignore_eos, chat=api == "chat", answer=answer)

@@ -38,6 +38,8 @@ _FLUSHES = {
 }
 #: Markers that send a load. (``sglang_failover`` kills workers: it never runs against an attached fleet, with or
 #: without consent, since pytest-sglang never signals processes it did not start.)
+#: A soak holds a load for a duration: it always needs consent on an attached server.
+_SOAK = "sglang_soak"
 _LOADS = ("sglang_throughput", "sglang_slo", "sglang_fleet", "sglang_pd", "sglang_speculative", "sglang_probes")
 
 
@@ -64,6 +66,9 @@ def disruptions_of_marker(name: str, kwargs: Mapping[str, object], signature: in
                           heavy_limit: int) -> list[str]:
     """What the marker ``name`` with ``kwargs`` would do to the server that needs consent."""
     found = [what for (marker, keyword), what in _FLUSHES.items() if marker == name and kwargs.get(keyword)]
+    if name == _SOAK:  # a load held for a duration: heavy whatever its shape
+        duration = {p.name: p.default for p in signature.parameters.values()}.get("duration_s")
+        found.append(f"holds a load on it for duration_s={kwargs.get('duration_s', duration)} s (a soak)")
     if name in _LOADS and kwargs.get("load", True):
         values = {p.name: p.default for p in signature.parameters.values()} | dict(kwargs)
         # sglang_slo sends up to max_requests over its concurrency steps: count the most it may send.

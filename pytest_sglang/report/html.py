@@ -15,6 +15,7 @@ from pytest_sglang.redaction import clean_text, scrub
 from pytest_sglang.report import fleet as fleet_text
 from pytest_sglang.report import html_charts as charts
 from pytest_sglang.report import text
+from pytest_sglang.report.html_soak import soak_charts
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _CSS = """
@@ -48,6 +49,7 @@ def _render(report: Mapping[str, Any]) -> str:
             '<h2>Throughput against concurrency</h2><div class="charts">', _throughput(report), "</div>",
             '<h2>Latency distributions</h2><div class="charts">', *_cdfs(report), "</div>",
             '<h2>Capacity and hicache</h2><div class="charts">', _capacity(report), "</div>",
+            soak_charts(report),
             '<h2>Startup timeline</h2><div class="charts">', _startup(report.get("server")), "</div>",
             _footer(report)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

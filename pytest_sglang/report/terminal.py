@@ -6,6 +6,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_sglang.loadgen.result import workload_context
 from pytest_sglang.redaction import clean_text
 from pytest_sglang.report import fleet as fleet_text
 from pytest_sglang.report import text
@@ -108,8 +109,20 @@ def _table(report: Mapping[str, Any]) -> list[str]:
         for gate in test["gates"]:
             for check in gate["checks"]:
                 lines += _row(gate["gate"], check)
+        lines += _workload_lines(test.get("loads") or [])
     if len(lines) == 1:
         lines.append("  (no gate checks were recorded)")
+    return lines
+
+
+def _workload_lines(loads: list[Mapping[str, Any]]) -> list[str]:
+    """Prefix-cache hit rate and replay timing of a test's trace / multi-turn / file-dataset loads."""
+    lines: list[str] = []
+    for load in loads:
+        if load.get("dataset_name", "random-ids") == "random-ids":
+            continue
+        for label, value in workload_context(load.get("cache_report") or {}, load.get("workload") or {}).items():
+            lines += textwrap.wrap(f"{label}: {value}", width=WIDTH, initial_indent="    ", subsequent_indent="      ")
     return lines
 
 

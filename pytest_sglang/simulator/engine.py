@@ -55,6 +55,12 @@ class Engine:
         #: --sim-fault stalled-dp-rank:K: requests the round-robin DP balancer gives rank K never run
         self.stalled_rank: int | None = None
         self.dp_size = 1
+        #: --sim-fault stall-after:N: generation requests after the N-th are accepted and never run
+        self.stall_after: int | None = None
+        self.accepted = 0
+        #: --sim-fault kv-leak:N: KV tokens each finished request never gives back (and their total)
+        self.kv_leak = 0
+        self.kv_leaked = 0
         self.stuck: list[Request] = []
         self._next_rank = 0
         self._wake = asyncio.Event()
@@ -65,6 +71,11 @@ class Engine:
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
     def submit(self, req: Request) -> None:
+        if req.log_metrics:  # health checks and the server's own warmup are not counted
+            self.accepted += 1
+            if self.stall_after is not None and self.accepted > self.stall_after:
+                self.stuck.append(req)
+                return
         if self.stalled_rank is not None and req.log_metrics:  # health checks bypass the balancer
             rank = req.routed_dp_rank
             if rank is None:
@@ -216,6 +227,10 @@ class Engine:
         if req.sink.closed and req.finish is None:
             req.aborted = True
         self._give_back(req)
+        if self.kv_leak and req.log_metrics:  # the slots stay allocated, owned by nothing
+            lost = min(self.kv_leak, max(0, self.free_tokens))
+            self.reserved += lost
+            self.kv_leaked += lost
         if self.radix:
             self.cache.insert(req.prompt_ids + req.out_ids)
         if req.log_metrics:

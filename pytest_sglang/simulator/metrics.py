@@ -19,7 +19,8 @@ def render(state: State) -> str:
     cap = max(1, e.capacity)
     gauges: list[tuple[str, str, float]] = [
         ("num_running_reqs", "The number of running requests.", len(e.running) + e.leaked),
-        ("num_queue_reqs", "The number of requests in the waiting queue.", len(e.waiting)),
+        # requests held by a stalled rank or scheduler (stall faults) wait in its queue
+        ("num_queue_reqs", "The number of requests in the waiting queue.", len(e.waiting) + len(e.stuck)),
         ("num_grammar_queue_reqs", "The number of requests in the grammar waiting queue.", 0),
         ("token_usage", "The token usage.", e.used_tokens / cap),
         ("full_token_usage", "The token usage of full attention layers.", e.used_tokens / cap),

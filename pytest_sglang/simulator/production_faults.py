@@ -12,6 +12,15 @@
                              (sglang PR#32949). The simulator's one engine stands for every rank: the
                              requests pinned to rank K (``routed_dp_rank``) or given to it by the round-robin
                              balancer (0.5.23's default ``--load-balance-method``) hang
+``leak:MB_PER_MIN``          the simulator's host memory (its real RSS) grows by MB_PER_MIN megabytes a
+                             minute, wall clock (:mod:`.leak`; capped, so a forgotten simulator cannot
+                             eat the host), as the hierarchical-cache host-index leak did (sglang PR#21624)
+``kv-leak:TOKENS``           every finished request keeps TOKENS of its KV tokens for ever: the free KV
+                             tokens (``sglang:kv_available_tokens``) drift down as the allocator leak of
+                             sglang#11970 did
+``stall-after:N``            after N generation requests the server still accepts connections (and
+                             ``/health`` answers) but completes nothing more (sglang#22779: requests hang
+                             after a near-constant count)
 
 Kept apart from :mod:`.faults` (which only routes these kinds here), as the PD kinds are.
 """
@@ -23,7 +32,10 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-PRODUCTION_KINDS = ("corrupt-weights", "spec-collapse", "spec-slow", "health-under-load", "stalled-dp-rank")
+PRODUCTION_KINDS = ("corrupt-weights", "spec-collapse", "spec-slow", "health-under-load", "stalled-dp-rank", "leak",
+                    "kv-leak", "stall-after")
+#: A leak beyond this many MB a minute is a typo (1 GB a second), not a slow leak.
+MAX_LEAK_MB_PER_MIN = 60_000.0
 _SWITCHES = ("corrupt-weights", "spec-collapse", "spec-slow")
 
 
@@ -34,6 +46,9 @@ class ProductionFaults:
     spec_slow: bool = False
     health_under_load_s: float = 0.0
     stalled_dp_rank: int | None = None
+    leak_mb_per_min: float = 0.0
+    kv_leak_tokens: int = 0
+    stall_after: int | None = None
 
 
 def _bad(spec: str, why: str) -> argparse.ArgumentTypeError:
@@ -56,9 +71,26 @@ def check_production_fault(spec: str) -> str:
     elif kind == "stalled-dp-rank":
         if not arg.isdigit():
             raise _bad(spec, "stalled-dp-rank needs a rank number, e.g. stalled-dp-rank:1 (with --dp-size 2)")
+    elif kind == "leak":
+        _check_leak(spec, arg)
+    elif kind == "kv-leak":
+        if not arg.isdigit() or int(arg) == 0:
+            raise _bad(spec, "kv-leak needs a whole number of tokens > 0 each request keeps, e.g. kv-leak:16")
+    elif kind == "stall-after":
+        if not arg.isdigit():
+            raise _bad(spec, "stall-after needs a whole number of requests, e.g. stall-after:100")
     else:
         raise _bad(spec, f"unknown fault kind {kind!r}; choose one of {', '.join(PRODUCTION_KINDS)}")
     return spec
+
+
+def _check_leak(spec: str, arg: str) -> None:
+    try:
+        value = float(arg)
+    except ValueError:
+        raise _bad(spec, "leak needs megabytes per minute, e.g. leak:10") from None
+    if not math.isfinite(value) or not 0 < value <= MAX_LEAK_MB_PER_MIN:
+        raise _bad(spec, f"leak must be > 0 and at most {MAX_LEAK_MB_PER_MIN:,.0f} MB per minute, e.g. leak:10")
 
 
 def parse_production_faults(specs: Iterable[str]) -> ProductionFaults:
@@ -73,6 +105,12 @@ def parse_production_faults(specs: Iterable[str]) -> ProductionFaults:
             out = replace(out, **{kind.replace("-", "_"): True})
         elif kind == "health-under-load":
             out = replace(out, health_under_load_s=float(arg))
+        elif kind == "leak":
+            out = replace(out, leak_mb_per_min=float(arg))
+        elif kind == "kv-leak":
+            out = replace(out, kv_leak_tokens=int(arg))
+        elif kind == "stall-after":
+            out = replace(out, stall_after=int(arg))
         else:
             out = replace(out, stalled_dp_rank=int(arg))
     return out

@@ -16,6 +16,7 @@ from pytest_sglang.simulator.app import build_app
 from pytest_sglang.simulator.config import MODELLED_PASSTHROUGH, SimConfig, resolve
 from pytest_sglang.simulator.engine import Engine
 from pytest_sglang.simulator.faults import parse_faults
+from pytest_sglang.simulator.leak import run_leak
 from pytest_sglang.simulator.logs import Logger
 from pytest_sglang.simulator.profiles import Speed, get_profile
 from pytest_sglang.simulator.request import Request
@@ -107,6 +108,8 @@ async def _serve(state: State) -> None:
     state.trace.event("port_open", port=state.port)
     log.uvicorn(f"Uvicorn running on http://{cfg.args.host}:{state.port} (Press CTRL+C to quit)")
     warmup = asyncio.get_running_loop().create_task(_warmup(state))
+    leak_rate = cfg.faults.production.leak_mb_per_min
+    leak = asyncio.get_running_loop().create_task(run_leak(leak_rate, log.always)) if leak_rate else None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -114,6 +117,8 @@ async def _serve(state: State) -> None:
     await stop.wait()
     log.uvicorn("Shutting down")
     warmup.cancel()
+    if leak is not None:
+        leak.cancel()
     await runner.cleanup()
     state.trace.close()
 
@@ -141,6 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     engine.spec = speculative.from_config(cfg)
     engine.stalled_rank, engine.dp_size = cfg.faults.production.stalled_dp_rank, args.dp_size
+    engine.stall_after, engine.kv_leak = cfg.faults.production.stall_after, cfg.faults.production.kv_leak_tokens
     if engine.stalled_rank is not None and engine.stalled_rank >= args.dp_size:  # would stall nothing
         raise SystemExit(f"--sim-fault stalled-dp-rank:{engine.stalled_rank}: no such rank with --dp-size "
                          f"{args.dp_size} (ranks 0 to {args.dp_size - 1}); add --dp-size {engine.stalled_rank + 1}")

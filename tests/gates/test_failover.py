@@ -101,10 +101,11 @@ import pytest
 
 
 def pytest_configure(config):
-    # Two groups of prompts sharing long prefixes, alternating: cache-aware routing pins each to a worker.
+    # Eight groups of prompts sharing long prefixes, in turn: cache-aware routing pins each to a worker.
+    # Eight, not two: two new prefixes can both land on one worker, and the killed one then sees nothing.
     with open("prefixes.jsonl", "w") as out:
         for i in range(400):
-            group = "AB"[i % 2]
+            group = "ABCDEFGH"[i % 8]
             prefix = f"You are agent {group}. " + f"the shared system prompt of group {group} " * 30
             out.write(json.dumps({"prompt": f"{prefix} question {i}", "output_len": 16}) + "\\n")
 """
@@ -239,5 +240,6 @@ def test_a_bad_dataset_names_the_marker_keyword() -> None:
     fleet = SimpleNamespace(launched=True, workers=[object(), object()])
     ctx = GateContext(server=SimpleNamespace(fleet=fleet), load=lambda spec: None)  # type: ignore[arg-type]
     with pytest.raises(KeywordError, match=r"^@pytest\.mark\.sglang_failover\(dataset='bogus'\): unknown dataset\. "
-                                           r"Fix: use random-ids, sharegpt:PATH or jsonl:PATH$"):
+                                           r"Fix: use random-ids, sharegpt:PATH, jsonl:PATH, mooncake:PATH, "
+                                           r"burstgpt:PATH or multiturn\[:KEY=VALUE,\.\.\.\]$"):
         failover.run_marker(ctx, dataset="bogus")

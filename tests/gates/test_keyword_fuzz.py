@@ -24,7 +24,7 @@ BASE: dict[str, dict[str, object]] = {
     "sglang_slo": {"min_concurrency": 1, "max_ttft_ms_p99": 100.0},
     "sglang_accuracy": {"task": "arithmetic", "min_score": 0.5}, "sglang_golden": {"path": "golden.json"},
     "sglang_fleet": {}, "sglang_pd": {}, "sglang_failover": {},
-    "sglang_speculative": {"min_accept_length": 2.0}, "sglang_probes": {},
+    "sglang_speculative": {"min_accept_length": 2.0}, "sglang_probes": {}, "sglang_soak": {"max_stall_s": 10},
 }
 
 class _BadRepr:

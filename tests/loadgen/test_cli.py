@@ -39,7 +39,8 @@ BASE = ["--requests", "4", "--input-len", "8", "--output-len", "5"]
         ),
         (
             ["--url", "http://x", "--concurrency", "2", *BASE, "--dataset", "foo"],
-            "error: argument --dataset: invalid value: 'foo' (use random-ids, sharegpt:PATH or jsonl:PATH)",
+            "error: argument --dataset: invalid value: 'foo' (use random-ids, sharegpt:PATH, jsonl:PATH, "
+            "mooncake:PATH, burstgpt:PATH or multiturn[:KEY=VALUE,...])",
         ),
         (
             ["--url", "http://x", "--concurrency", "2", *BASE, "--api", "grpc"],

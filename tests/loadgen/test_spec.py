@@ -27,7 +27,8 @@ from pytest_sglang.loadgen.datasets import build_prompts
         ),
         (
             {"dataset": "sharegpt"},
-            "LoadSpec.dataset='sharegpt': unknown dataset. Fix: use random-ids, sharegpt:PATH or jsonl:PATH",
+            "LoadSpec.dataset='sharegpt': unknown dataset. Fix: use random-ids, sharegpt:PATH, jsonl:PATH, "
+            "mooncake:PATH, burstgpt:PATH or multiturn[:KEY=VALUE,...]",
         ),
         (
             {"request_rate": 0.0},
