@@ -5,7 +5,9 @@ the README's ``--sglang-max-regression 5%``) on real load results (``LoadResult.
 per-request samples) measured against simulators launched as subprocesses
 (``python -m pytest_sglang.simulator``): one server, and 2 workers behind smg.
 
-A "run" is ``--repeats`` loads of the shape (the marker's ``repeats=``). To stay affordable the
+A "run" is ``--repeats`` loads of the shape (the marker's ``repeats=``), each load with other prompts
+(seed + k, as the marker's repeats do) so that none hits the prefix cache another filled: the loads
+are independent samples of one configuration. To stay affordable the
 comparisons reuse loads: ``--pool`` healthy loads are measured once, and each A/A comparison draws two
 disjoint sets of ``--repeats`` loads from them (seeded), one the baseline, one the candidate.
 
@@ -26,6 +28,7 @@ Run: ``python benchmarks/bench_verdicts.py [--comparisons 100] [--repeats 3] [--
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import signal
 import statistics
@@ -47,17 +50,20 @@ from pytest_sglang.simulator import Simulator
 LIMITS = "5%"  # the README's recipe
 FALSE_ALARM_GOAL = 0.01
 DETECTION_GOAL = 0.95
-#: Slow enough steps (10 ms real per decode step) that the simulated timing, not the shared CPU, sets
-#: the figures; a quarter time scale keeps the start-up short.
 DECODE_MS, PER_REQ_MS, PREFILL_TOK_S = 40.0, 0.2, 20_000.0
 SPEED = ("--sim-decode-step-ms", f"{DECODE_MS}", "--sim-decode-step-per-req-ms", f"{PER_REQ_MS}",
          "--sim-prefill-tok-s", f"{PREFILL_TOK_S}")
-TIME_SCALE = 0.25
+#: Per setup: workers behind smg (0: one server) and the simulated time scale. Slow enough steps that the
+#: simulated timing, not the shared CPU, sets the figures: one server at a quarter scale (10 ms real per
+#: decode step); a fleet puts two simulators, smg and the client on the same 2 cores, and at a quarter
+#: scale the CPU capped its throughput and hid the injected slowdown, so it runs at full scale (40 ms).
+SETUPS = {"single": (0, 0.25), "fleet": (2, 1.0)}
 SIM = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny")
-HEALTHY = ("--sim-time-scale", f"{TIME_SCALE}")
-#: The injected regressions: the same server with every simulated duration 1/0.9 or 1.2 times longer.
-SLOWER_BY_10PCT = ("--sim-time-scale", f"{TIME_SCALE / 0.9:.8f}")
-SLOWER_BY_20PCT = ("--sim-time-scale", f"{TIME_SCALE * 1.2:.8f}")
+
+
+def time_scale(scale: float, slower: float = 1.0) -> tuple[str, str]:
+    """The launch args of a server ``slower`` times slower in every simulated duration (the injection)."""
+    return ("--sim-time-scale", f"{scale * slower:.8f}")
 
 
 def wait_until(url: str, what: str, *, workers: int | None = None, timeout_s: float = 300.0) -> None:
@@ -104,9 +110,10 @@ def serving(work: Path, name: str, workers: int, extra: Sequence[str]) -> Iterat
 
 
 def measure(url: str, spec: LoadSpec, runs: int) -> list[dict[str, Any]]:
+    """``runs`` loads of the shape, each with other prompts (as the marker's repeats: a cold prefix cache)."""
     out = []
-    for _ in range(runs):
-        result = run_load(url, spec)
+    for k in range(runs):
+        result = run_load(url, dataclasses.replace(spec, seed=spec.seed + k))
         if result.failed:
             raise SystemExit(f"a load failed requests ({result.errors}): the benchmark measures healthy runs")
         out.append(result.to_dict())
@@ -125,14 +132,15 @@ def change_pct(old: list[dict[str, Any]], new: list[dict[str, Any]], metric: str
     return (statistics.fmean(d[metric] for d in new) / before - 1) * 100
 
 
-def setup(work: Path, name: str, workers: int, spec: LoadSpec, opts: argparse.Namespace) -> dict[str, Any]:
+def setup(work: Path, name: str, spec: LoadSpec, opts: argparse.Namespace) -> dict[str, Any]:
+    workers, scale = SETUPS[name]
     started = time.perf_counter()
     bad = max(opts.pool // 2, opts.repeats)
-    with serving(work, f"{name}-a", workers, HEALTHY) as url:
+    with serving(work, f"{name}-a", workers, time_scale(scale)) as url:
         healthy = measure(url, spec, opts.pool)
-    with serving(work, f"{name}-tput", workers, SLOWER_BY_10PCT) as url:
+    with serving(work, f"{name}-tput", workers, time_scale(scale, 1 / 0.9)) as url:
         slower_10 = measure(url, spec, bad)
-    with serving(work, f"{name}-ttft", workers, SLOWER_BY_20PCT) as url:
+    with serving(work, f"{name}-ttft", workers, time_scale(scale, 1.2)) as url:
         slower_20 = measure(url, spec, bad)
     measured_s = time.perf_counter() - started
     started = time.perf_counter()
@@ -150,7 +158,7 @@ def setup(work: Path, name: str, workers: int, spec: LoadSpec, opts: argparse.Na
     ttft = [failed_metrics(rng.sample(healthy, opts.repeats), rng.sample(slower_20, opts.repeats))
             for _ in range(opts.comparisons)]
     return {
-        "name": name, "pairs": opts.comparisons, "false": false, "alarms": alarms,
+        "name": name, "scale": scale, "pairs": opts.comparisons, "false": false, "alarms": alarms,
         "tput": (sum("output_throughput" in f for f in tput), len(tput),
                  change_pct(healthy, slower_10, "output_throughput")),
         "ttft": (sum("p99_ttft_ms" in f for f in ttft), len(ttft), change_pct(healthy, slower_20, "p99_ttft_ms")),
@@ -174,17 +182,20 @@ def main() -> int:
     parser.add_argument("--output-len", type=int, default=64)
     parser.add_argument("--setups", default="single,fleet", help="single, fleet (2 workers behind smg) or both")
     opts = parser.parse_args()
+    unknown = sorted(set(opts.setups.split(",")) - set(SETUPS))
+    if unknown:
+        parser.error(f"--setups {opts.setups}: unknown {', '.join(unknown)}; use single, fleet or single,fleet")
     if opts.repeats < 1 or opts.pool < 2 * opts.repeats or opts.comparisons < 1:
         parser.error("need --repeats >= 1, --pool >= 2 * --repeats (two disjoint runs) and --comparisons >= 1")
     spec = LoadSpec(requests=opts.requests, concurrency=opts.concurrency, input_len=opts.input_len,
                     output_len=opts.output_len, model="sim/tiny-llama")
-    print(f"load: {spec.shape()}; {TIME_SCALE} time scale; limits --sglang-max-regression {LIMITS}; runs of "
+    print(f"load: {spec.shape()}; limits --sglang-max-regression {LIMITS}; runs of "
           f"{opts.repeats} repeats drawn from {opts.pool} healthy loads per setup; {opts.comparisons} comparisons each")
     total = time.perf_counter()
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench-verdicts-") as tmp:
         for name in opts.setups.split(","):
-            ok &= report(setup(Path(tmp), name, 2 if name == "fleet" else 0, spec, opts))
+            ok &= report(setup(Path(tmp), name, spec, opts))
     print(f"total wall time {time.perf_counter() - total:.1f} s: {'all goals met' if ok else 'GOAL MISSED'}")
     return 0 if ok else 1
 
@@ -192,9 +203,10 @@ def main() -> int:
 def report(row: dict[str, Any]) -> bool:
     """Print one setup's rates as soon as it is measured; whether it met every goal."""
     ok = True
-    rate = row["false"] / row["pairs"]
+    rate: float = row["false"] / row["pairs"]
     ok &= rate <= FALSE_ALARM_GOAL
-    print(f"[{row['name']}] false alarms (A/A): {row['false']}/{row['pairs']} = {rate:.1%} "
+    print(f"[{row['name']}] time scale {row['scale']:g}; false alarms (A/A): {row['false']}/{row['pairs']} = "
+          f"{rate:.1%} "
           f"(goal <= {FALSE_ALARM_GOAL:.0%}){'; by metric: ' + str(row['alarms']) if row['alarms'] else ''}")
     for key, metric, injected in (("tput", "output_throughput", "-10%"), ("ttft", "p99_ttft_ms", "+20%")):
         hit, n, change = row[key]

@@ -382,7 +382,11 @@ def run_marker(
                      load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale)
     from pytest_sglang.gates.shares import run_loads
 
-    results, shares = run_loads(ctx.server, lambda: [ctx.load(spec) for _ in range(repeats)])
+    # Each repeat sends other prompts (seed + k): with the same prompts, repeat 1 would fill the radix
+    # cache (and a cache-aware gateway's tree) that repeats 2.. then hit, so the runs would not be
+    # samples of one thing and their spread would not be the noise. A baseline's repeats used the same seeds.
+    results, shares = run_loads(
+        ctx.server, lambda: [ctx.load(dataclasses.replace(spec, seed=spec.seed + k)) for k in range(repeats)])
     result = median_result(results)
     given = floors_given(locals())
     outcome = judge(result, given, max_error_rate, server_check(ctx.server, result), runs=results,

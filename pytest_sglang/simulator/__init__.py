@@ -23,9 +23,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Literal
 
+import psutil
+
 __all__ = ["Simulator", "Wait", "free_port"]
 
 Wait = Literal["healthy", "port", "none"]
+#: Starts on a fresh free port when the one picked was taken meanwhile by another process.
+PORT_ATTEMPTS = 3
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -85,24 +89,36 @@ class Simulator:
         ]
 
     def start(self) -> Simulator:
-        """Start the subprocess (and wait as the constructor's ``wait`` says)."""
-        self._log = open(self.log_path, "ab")
-        env = {**os.environ, **self.env}
-        self.proc = subprocess.Popen(
-            self.argv,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            if self.wait != "none":
-                self._wait_for(self.wait)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        """Start the subprocess (and wait as the constructor's ``wait`` says).
+
+        When another process took the port picked free before the simulator bound it, the simulator
+        exits "address already in use": it is started again on another free port (at most
+        ``PORT_ATTEMPTS`` times; ``port`` and ``url`` then change).
+        """
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self._log = open(self.log_path, "ab")
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env},
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            try:
+                if self.wait != "none":
+                    self._wait_for(self.wait)
+                return self
+            except RuntimeError as exc:
+                self.stop()
+                if attempt == PORT_ATTEMPTS or "address already in use" not in str(exc).lower():
+                    raise
+                self.port = free_port(self.host)
+                self.url = f"http://{self.host}:{self.port}"
+            except BaseException:
+                self.stop()
+                raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def log_text(self) -> str:
         """Everything the simulator wrote to its log so far."""
@@ -118,10 +134,24 @@ class Simulator:
                     f"simulator exited with code {self.proc.returncode} before {what}; log "
                     f"{self.log_path}:\n{tail}"
                 )
-            if self._probe(what):
+            if self._probe(what) and self._listening():
                 return
             time.sleep(0.02)
         raise RuntimeError(f"simulator not {what} after {self.timeout_s:.0f}s; log {self.log_path}")
+
+    def _listening(self) -> bool:
+        """Whether the socket that answered is ours.
+
+        A port picked free can be taken by another process before the simulator binds it; that one's
+        answer must not count (the simulator then exits "address already in use", which the wait reports).
+        """
+        assert self.proc is not None
+        try:
+            conns = psutil.net_connections(kind="inet")
+        except (psutil.Error, OSError):
+            return True  # the table is not readable here: the answer is all there is
+        return any(c.pid == self.proc.pid for c in conns
+                   if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == self.port)
 
     def _probe(self, what: Wait) -> bool:
         if what == "port":

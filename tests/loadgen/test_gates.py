@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -124,6 +125,9 @@ def test_throughput_marker_builds_spec_and_repeats() -> None:
     )
     assert outcome.passed and len(ctx.specs) == 3
     assert ctx.specs[0] == LoadSpec(requests=16, concurrency=8, input_len=64, output_len=8)
+    # other prompts per repeat (a cold cache each time), the same shape
+    assert [s.seed for s in ctx.specs] == [42, 43, 44]
+    assert {dataclasses.replace(s, seed=0) for s in ctx.specs} == {dataclasses.replace(ctx.specs[0], seed=0)}
     assert outcome.context["repeats"] == "median of 3 runs; output tok/s per run: 800.0, 800.0, 800.0"
     with pytest.raises(ConfigError, match=r"sglang_throughput\(repeats=...\)=0: must be a whole number >= 1"):
         throughput_marker(ctx, repeats=0)

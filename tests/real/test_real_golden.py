@@ -50,9 +50,15 @@ def recording(servers: dict[str, RawServer], arith_model: Path, tmp_path_factory
 
 @pytest.fixture(scope="module")
 def checks(servers: dict[str, RawServer], recording: Path) -> dict[str, tuple[int, str]]:
-    """``golden check`` against each launch (one after the other): name -> (exit code, output)."""
+    """``golden check`` against each launch (one after the other): name -> (exit code, output).
+
+    The good launch is held to the docs' ``--max-logprob-delta 0.05``, not to bit-identity: the check's
+    prompts meet the radix cache the recording filled and other batch neighbours, and on CPU that moves a
+    logprob by a few thousandths (0.0042 seen in CI) while the tokens stay the same. A wrong RoPE base
+    moves them by about 0.5.
+    """
     return {"good": _golden("check", "--url", servers["good"].url, "--golden", str(recording),
-                            "--max-logprob-delta", "1e-4"),
+                            "--max-logprob-delta", "0.05"),
             "wrong_rope": _golden("check", "--url", servers["wrong_rope"].url, "--golden", str(recording))}
 
 

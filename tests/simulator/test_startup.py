@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import http.server
 import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import SimFactory
+import pytest_sglang.simulator as simulator_module
+from pytest_sglang.simulator import Simulator
+from tests.conftest import FAST, SimFactory
 
 APPENDIX_B = {
     "weights_begin": r"Load weight begin\. avail mem=([\d.]+) GB",
@@ -148,3 +154,46 @@ def test_unmodelled_sglang_flags_warn_once(sim_factory: SimFactory) -> None:
     )
     assert "--disable-cuda-graph is an SGLang 0.5.23 flag" not in log  # modelled now: no warning
     # A flag that is not SGLang's is rejected as SGLang rejects it: tests/simulator/test_cli.py.
+
+
+def test_a_foreign_server_on_the_picked_port_is_not_taken_for_the_simulator(tmp_path: Path) -> None:
+    # Another process binds the port picked free before the simulator does, and answers /health 200:
+    # that answer must not count. The simulator fails to bind, exits, and starts again on another port.
+    sim = Simulator(list(FAST), log_path=tmp_path / "sim.log", timeout_s=30)
+    taken = sim.port
+
+    class Healthy(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    foreign = http.server.HTTPServer((sim.host, taken), Healthy)
+    threading.Thread(target=foreign.serve_forever, daemon=True).start()
+    try:
+        with sim:
+            assert sim.port != taken and sim.url == f"http://127.0.0.1:{sim.port}"
+            assert "address already in use" in sim.log_text().lower()
+            info = httpx.get(f"{sim.url}/server_info", timeout=10).json()
+            assert info["port"] == sim.port  # the simulator's own answer, not the foreign server's
+    finally:
+        foreign.shutdown()
+        foreign.server_close()
+
+
+def test_a_port_taken_at_every_attempt_fails_with_the_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen()
+    port = blocker.getsockname()[1]
+    monkeypatch.setattr(simulator_module, "free_port", lambda host="127.0.0.1": port)
+    try:
+        with pytest.raises(RuntimeError, match=r"simulator exited with code \d+ before healthy") as info:
+            Simulator(list(FAST), log_path=tmp_path / "sim.log", timeout_s=30).start()
+    finally:
+        blocker.close()
+    assert "address already in use" in str(info.value).lower()
+    assert (tmp_path / "sim.log").read_text().lower().count("address already in use") == simulator_module.PORT_ATTEMPTS
