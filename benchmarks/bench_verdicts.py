@@ -3,7 +3,8 @@
 Every comparison is a real run of the verdict engine (:func:`pytest_sglang.report.baseline.compare_test`,
 the README's ``--sglang-max-regression 5%``) on real load results (``LoadResult.to_dict()``, with their
 per-request samples) measured against simulators launched as subprocesses
-(``python -m pytest_sglang.simulator``): one server, and 2 workers behind smg.
+(``python -m pytest_sglang.simulator``): one server (``single``), 2 workers behind smg with its default
+policy (``fleet``: cache_aware) and with ``--policy round_robin`` (``fleet-rr``).
 
 A "run" is ``--repeats`` loads of the shape (the marker's ``repeats=``), each load with other prompts
 (seed + k, as the marker's repeats do) so that none hits the prefix cache another filled: the loads
@@ -53,11 +54,12 @@ DETECTION_GOAL = 0.95
 DECODE_MS, PER_REQ_MS, PREFILL_TOK_S = 40.0, 0.2, 20_000.0
 SPEED = ("--sim-decode-step-ms", f"{DECODE_MS}", "--sim-decode-step-per-req-ms", f"{PER_REQ_MS}",
          "--sim-prefill-tok-s", f"{PREFILL_TOK_S}")
-#: Per setup: workers behind smg (0: one server) and the simulated time scale. Slow enough steps that the
-#: simulated timing, not the shared CPU, sets the figures: one server at a quarter scale (10 ms real per
-#: decode step); a fleet puts two simulators, smg and the client on the same 2 cores, and at a quarter
-#: scale the CPU capped its throughput and hid the injected slowdown, so it runs at full scale (40 ms).
-SETUPS = {"single": (0, 0.25), "fleet": (2, 1.0)}
+#: Per setup: workers behind smg (0: one server), the simulated time scale, and smg's --policy (None: its
+#: default, cache_aware). Full-scale steps (40 ms real per decode step) so that the simulated timing, not
+#: the shared CPU, sets the figures: at a quarter scale the CPU capped a fleet's throughput (two
+#: simulators, smg and the client on 2 cores) and put the client's jitter into one server's p99 TTFT.
+SETUPS: dict[str, tuple[int, float, str | None]] = {
+    "single": (0, 1.0, None), "fleet": (2, 1.0, None), "fleet-rr": (2, 1.0, "round_robin")}
 SIM = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny")
 
 
@@ -84,7 +86,7 @@ def wait_until(url: str, what: str, *, workers: int | None = None, timeout_s: fl
 
 
 @contextmanager
-def serving(work: Path, name: str, workers: int, extra: Sequence[str]) -> Iterator[str]:
+def serving(work: Path, name: str, workers: int, extra: Sequence[str], policy: str | None = None) -> Iterator[str]:
     """One simulator (workers=0) or ``workers`` simulators behind smg; yields the URL to load."""
     sims = [Simulator([*SIM, *SPEED, *extra], log_path=work / f"{name}-sim{i}.log", wait="none").start()
             for i in range(max(workers, 1))]
@@ -97,7 +99,8 @@ def serving(work: Path, name: str, workers: int, extra: Sequence[str]) -> Iterat
             return
         port = free_port()
         argv = gateway_argv(resolve_command(None), host="127.0.0.1", port=port, metrics_port=free_port(),
-                            members=[GatewayMember(s.url) for s in sims], args=())
+                            members=[GatewayMember(s.url) for s in sims],
+                            args=("--policy", policy) if policy else ())
         url = f"http://127.0.0.1:{port}"
         proc = start_gateway(argv, url=url, log_path=work / f"{name}-gateway.log", env={})
         wait_until(url, f"smg with {workers} workers; see {work / f'{name}-gateway.log'}", workers=workers)
@@ -133,14 +136,14 @@ def change_pct(old: list[dict[str, Any]], new: list[dict[str, Any]], metric: str
 
 
 def setup(work: Path, name: str, spec: LoadSpec, opts: argparse.Namespace) -> dict[str, Any]:
-    workers, scale = SETUPS[name]
+    workers, scale, policy = SETUPS[name]
     started = time.perf_counter()
     bad = max(opts.pool // 2, opts.repeats)
-    with serving(work, f"{name}-a", workers, time_scale(scale)) as url:
+    with serving(work, f"{name}-a", workers, time_scale(scale), policy) as url:
         healthy = measure(url, spec, opts.pool)
-    with serving(work, f"{name}-tput", workers, time_scale(scale, 1 / 0.9)) as url:
+    with serving(work, f"{name}-tput", workers, time_scale(scale, 1 / 0.9), policy) as url:
         slower_10 = measure(url, spec, bad)
-    with serving(work, f"{name}-ttft", workers, time_scale(scale, 1.2)) as url:
+    with serving(work, f"{name}-ttft", workers, time_scale(scale, 1.2), policy) as url:
         slower_20 = measure(url, spec, bad)
     measured_s = time.perf_counter() - started
     started = time.perf_counter()
@@ -158,7 +161,9 @@ def setup(work: Path, name: str, spec: LoadSpec, opts: argparse.Namespace) -> di
     ttft = [failed_metrics(rng.sample(healthy, opts.repeats), rng.sample(slower_20, opts.repeats))
             for _ in range(opts.comparisons)]
     return {
-        "name": name, "scale": scale, "pairs": opts.comparisons, "false": false, "alarms": alarms,
+        "name": name, "scale": scale, "pairs": opts.comparisons,
+        "policy": policy or ("smg's default" if workers else "none (one server)"),
+        "false": false, "alarms": alarms,
         "tput": (sum("output_throughput" in f for f in tput), len(tput),
                  change_pct(healthy, slower_10, "output_throughput")),
         "ttft": (sum("p99_ttft_ms" in f for f in ttft), len(ttft), change_pct(healthy, slower_20, "p99_ttft_ms")),
@@ -180,11 +185,13 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--input-len", type=int, default=512)
     parser.add_argument("--output-len", type=int, default=64)
-    parser.add_argument("--setups", default="single,fleet", help="single, fleet (2 workers behind smg) or both")
+    parser.add_argument("--setups", default=",".join(SETUPS),
+                        help="comma-separated: single, fleet (2 workers behind smg, its default policy), "
+                             "fleet-rr (the same with --policy round_robin)")
     opts = parser.parse_args()
     unknown = sorted(set(opts.setups.split(",")) - set(SETUPS))
     if unknown:
-        parser.error(f"--setups {opts.setups}: unknown {', '.join(unknown)}; use single, fleet or single,fleet")
+        parser.error(f"--setups {opts.setups}: unknown {', '.join(unknown)}; choose from {', '.join(SETUPS)}")
     if opts.repeats < 1 or opts.pool < 2 * opts.repeats or opts.comparisons < 1:
         parser.error("need --repeats >= 1, --pool >= 2 * --repeats (two disjoint runs) and --comparisons >= 1")
     spec = LoadSpec(requests=opts.requests, concurrency=opts.concurrency, input_len=opts.input_len,
@@ -205,8 +212,8 @@ def report(row: dict[str, Any]) -> bool:
     ok = True
     rate: float = row["false"] / row["pairs"]
     ok &= rate <= FALSE_ALARM_GOAL
-    print(f"[{row['name']}] time scale {row['scale']:g}; false alarms (A/A): {row['false']}/{row['pairs']} = "
-          f"{rate:.1%} "
+    print(f"[{row['name']}] time scale {row['scale']:g}, policy {row['policy']}; false alarms (A/A): "
+          f"{row['false']}/{row['pairs']} = {rate:.1%} "
           f"(goal <= {FALSE_ALARM_GOAL:.0%}){'; by metric: ' + str(row['alarms']) if row['alarms'] else ''}")
     for key, metric, injected in (("tput", "output_throughput", "-10%"), ("ttft", "p99_ttft_ms", "+20%")):
         hit, n, change = row[key]

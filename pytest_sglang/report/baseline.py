@@ -44,6 +44,7 @@ from pytest_sglang.loadgen.intervals import (
     regression_interval,
     reliable,
     side,
+    simultaneous,
     unreliable_note,
 )
 from pytest_sglang.report.fingerprint import Change, changes, incomparable
@@ -246,6 +247,7 @@ def _compare_loads(outcome: GateOutcome, old: Sequence[Mapping[str, Any]], new: 
             outcome.notes.append(f"load {key}: the baseline stores no per-request samples (written by an older "
                                  "pytest-sglang): its noise is taken as this run's; refresh the baseline")
         requests = min(_completed(old_groups[key]), _completed(new_groups[key]))
+        judged = []
         for metric, limit in limits.items():
             before, after = _figures(old_groups[key], metric), _figures(new_groups[key], metric)
             if not before or not after:
@@ -253,8 +255,12 @@ def _compare_loads(outcome: GateOutcome, old: Sequence[Mapping[str, Any]], new: 
             if not reliable(metric, requests):
                 outcome.notes.append(f"{metric} not compared: {unreliable_note(metric, requests)}")
                 continue
+            judged.append((metric, limit, before, after))
+        # The load regresses when any of its metrics does: their intervals hold together at CONFIDENCE.
+        confidence = simultaneous(len(judged))
+        for metric, limit, before, after in judged:
             _add(outcome, _load_check(metric, limit, side(metric, before, old_samples),
-                                      side(metric, after, new_samples), f"load {key}"))
+                                      side(metric, after, new_samples), f"load {key}", confidence, len(judged)))
 
 
 def _workload_differs(outcome: GateOutcome, new: Sequence[str], old: Sequence[str], *, strict: bool) -> None:
@@ -272,23 +278,25 @@ def _add(outcome: GateOutcome, check: Check) -> None:
         outcome.notes.append(f"{check.metric}: {check.detail}")
 
 
-def _load_check(metric: str, limit: float, old: Side, new: Side, what: str) -> Check:
+def _load_check(metric: str, limit: float, old: Side, new: Side, what: str, confidence: float = CONFIDENCE,
+                family: int = 1) -> Check:
     """Regressed when the change is beyond ``limit`` and beyond the noise (:func:`..loadgen.intervals.regressed`).
 
     The required value is the baseline's moved by the larger of the limit and the measured noise
     (the interval's half-width below the point), so that ``measured <op> required`` is exactly that
-    verdict.
+    verdict. ``confidence``: this interval's, one of ``family`` that hold together at CONFIDENCE.
     """
     hib = higher_is_better(metric)
-    ratio = ratio_interval(old, new)
+    ratio = ratio_interval(old, new, confidence)
     change = regression_interval(ratio, hib)
     noise = max(change.point - change.low, 0.0) if math.isfinite(change.point) else 0.0
     worst = bound(metric, old.center, max(limit, noise))
     op = ">=" if hib else "<="
     shown = (ratio.point - 1) * 100
     if ratio.measured:
-        interval = (f"{CONFIDENCE:.0%} interval of the change [{(ratio.low - 1) * 100:+.1f}%, "
-                    f"{(ratio.high - 1) * 100:+.1f}%] (noise from {_noise(old, new)})")
+        together = f", {CONFIDENCE:.0%} for the {family} metrics together" if family > 1 else ""
+        interval = (f"{confidence:.1%} interval of the change [{(ratio.low - 1) * 100:+.1f}%, "
+                    f"{(ratio.high - 1) * 100:+.1f}%] (noise from {_noise(old, new)}{together})")
     else:
         interval = "no interval: no noise was measured (no per-request samples, one repeat)"
     repeats = f"{len(old.figures)} vs {len(new.figures)} runs" if max(len(old.figures), len(new.figures)) > 1 else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,8 +21,10 @@ from pytest_sglang.loadgen.intervals import (
     regression_interval,
     reliable,
     side,
+    simultaneous,
     thin,
     unreliable_note,
+    z_value,
 )
 
 
@@ -133,3 +136,16 @@ def test_a_change_beyond_the_limit_and_the_noise_regresses_even_when_the_interva
     # 4% slower, well measured: beyond the noise but within the allowed regression.
     small = regression_interval(ratio_interval(Side((100.0, 100.1, 99.9)), Side((96.0, 96.1, 95.9))), True)
     assert small.low > 0.0 and small.point < 5.0 and not regressed(small, 5.0)
+
+
+@pytest.mark.parametrize(("confidence", "df", "expected"), [
+    (0.95, 1, 12.706), (0.95, 2, 4.303), (0.95, 4, 2.776), (0.95, 10, 2.228), (0.95, 30, 2.042),
+    (0.99, 4, 4.604), (0.99, 9, 3.250), (0.999, 5, 6.869), (0.95, None, 1.960)])
+def test_the_multiplier_is_students_t_at_any_confidence(confidence: float, df: int | None, expected: float) -> None:
+    assert z_value(confidence, df) == pytest.approx(expected, abs=1e-3)
+
+
+def test_simultaneous_intervals_share_the_confidence() -> None:
+    assert simultaneous(1) == pytest.approx(0.95)
+    assert simultaneous(5) == pytest.approx(0.99)
+    assert simultaneous(0) == pytest.approx(0.95)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 import pytest
@@ -55,9 +56,34 @@ def test_a_regression_beyond_the_noise_fails_and_shows_the_interval() -> None:
     failed = {c.metric for c in outcome.failed}
     assert {"output_throughput", "p99_ttft_ms", "median_ttft_ms"} <= failed
     message = outcome.message()
-    assert "95% interval of the change [" in message
+    # One interval per metric, all of them holding together at 95% (the test fails on any metric).
+    family = len(outcome.checks)
+    assert family >= 5
+    assert f"{1 - 0.05 / family:.1%} interval of the change [" in message
+    assert f"noise from per-request bootstrap and 3 repeats, 95% for the {family} metrics together)" in message
     assert "regressed when the change is beyond it and beyond the noise" in message
-    assert "noise from per-request bootstrap and 3 repeats" in message
+
+
+def test_one_limited_metric_is_judged_at_95_percent() -> None:
+    outcome = compared([run(1), run(2), run(3)], [run(4, slow=1.3), run(5, slow=1.3), run(6, slow=1.3)],
+                       "output_throughput:5%")
+    (check,) = outcome.checks
+    assert not check.passed
+    assert "95.0% interval of the change [" in check.detail and "together" not in check.detail
+
+
+def test_more_metrics_judged_widen_each_interval() -> None:
+    # The same 3 vs 3 runs: a metric's interval is wider when all the default metrics are judged together
+    # (Bonferroni) than when it is judged alone.
+    old, new = [run(1), run(2), run(3)], [run(4, slow=1.06), run(5, slow=1.06), run(6, slow=1.06)]
+
+    def width(limits: str) -> float:
+        check = next(c for c in compared(old, new, limits).checks if c.metric == "p99_ttft_ms")
+        found = re.search(r"interval of the change \[([-+\d.]+)%, ([-+\d.]+)%\]", check.detail)
+        assert found, check.detail
+        return float(found.group(2)) - float(found.group(1))
+
+    assert width("5%") > width("p99_ttft_ms:5%") > 0
 
 
 def test_a_change_within_the_measured_noise_is_not_a_regression() -> None:
