@@ -34,9 +34,9 @@ from pytest_sglang.fleet import probe as probe_module
 from pytest_sglang.fleet.gateway import GatewayCommand, GatewayMember, gateway_argv, resolve_command, start_gateway
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.server import LaunchConfig
-from pytest_sglang.server.config import free_port
 from pytest_sglang.server.url import parse_server_url
 from pytest_sglang.simulator import Simulator
+from pytest_sglang.sockets import free_port
 
 READY_TARGET_S = 0.3
 VALIDATE_TARGET_S = 2.0

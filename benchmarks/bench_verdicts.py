@@ -45,8 +45,8 @@ import httpx
 from pytest_sglang.fleet.gateway import GatewayMember, gateway_argv, resolve_command, start_gateway
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.report.baseline import compare_test, parse_limits
-from pytest_sglang.server.config import free_port
 from pytest_sglang.simulator import Simulator
+from pytest_sglang.sockets import free_port
 
 LIMITS = "5%"  # the README's recipe
 FALSE_ALARM_GOAL = 0.01

@@ -37,13 +37,14 @@ from pytest_sglang.fleet.progress import FleetProgress
 from pytest_sglang.fleet.readiness import GatewayTarget, gateway_client_key, wait_gateway_ready
 from pytest_sglang.server import cleanup, preflight
 from pytest_sglang.server.base import RunningProcess
-from pytest_sglang.server.config import LaunchConfig, connect_host, free_port, server_url
+from pytest_sglang.server.config import LaunchConfig, connect_host, server_url
 from pytest_sglang.server.handle import SGLangServer
 from pytest_sglang.server.phases import PhaseSpan, StartupReport
 from pytest_sglang.server.runner import get_runner
 from pytest_sglang.server.start import launch, register_secrets
 from pytest_sglang.server.url import parse_server_url
 from pytest_sglang.sglang.hostmem import GB
+from pytest_sglang.sockets import free_port
 
 __all__ = ["FleetSpec", "WorkerPlan", "launch_fleet"]
 

@@ -256,11 +256,9 @@ def _compare_loads(outcome: GateOutcome, old: Sequence[Mapping[str, Any]], new: 
                 outcome.notes.append(f"{metric} not compared: {unreliable_note(metric, requests)}")
                 continue
             judged.append((metric, limit, before, after))
-        # The load regresses when any of its metrics does: their intervals hold together at CONFIDENCE.
-        confidence = simultaneous(len(judged))
         for metric, limit, before, after in judged:
             _add(outcome, _load_check(metric, limit, side(metric, before, old_samples),
-                                      side(metric, after, new_samples), f"load {key}", confidence, len(judged)))
+                                      side(metric, after, new_samples), f"load {key}", family=len(judged)))
 
 
 def _workload_differs(outcome: GateOutcome, new: Sequence[str], old: Sequence[str], *, strict: bool) -> None:
@@ -278,15 +276,16 @@ def _add(outcome: GateOutcome, check: Check) -> None:
         outcome.notes.append(f"{check.metric}: {check.detail}")
 
 
-def _load_check(metric: str, limit: float, old: Side, new: Side, what: str, confidence: float = CONFIDENCE,
-                family: int = 1) -> Check:
+def _load_check(metric: str, limit: float, old: Side, new: Side, what: str, *, family: int) -> Check:
     """Regressed when the change is beyond ``limit`` and beyond the noise (:func:`..loadgen.intervals.regressed`).
 
     The required value is the baseline's moved by the larger of the limit and the measured noise
     (the interval's half-width below the point), so that ``measured <op> required`` is exactly that
-    verdict. ``confidence``: this interval's, one of ``family`` that hold together at CONFIDENCE.
+    verdict. The load regresses when any of its ``family`` metrics does: their intervals hold
+    together at CONFIDENCE.
     """
     hib = higher_is_better(metric)
+    confidence = simultaneous(family)
     ratio = ratio_interval(old, new, confidence)
     change = regression_interval(ratio, hib)
     noise = max(change.point - change.low, 0.0) if math.isfinite(change.point) else 0.0

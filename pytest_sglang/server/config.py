@@ -12,7 +12,6 @@ engine's words (``LaunchConfig.runner``); the plugin re-words them for its optio
 
 from __future__ import annotations
 
-import socket
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
@@ -22,6 +21,7 @@ from pytest_sglang import defaults, redaction
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.server.docker import options as docker_options
 from pytest_sglang.sglang.args import LaunchArgs, command_flags, display_argv, display_launch, parse_launch_args
+from pytest_sglang.sockets import free_port
 
 RUNNERS = defaults.RUNNERS
 VALIDATE_MODES = defaults.VALIDATE_MODES
@@ -213,13 +213,6 @@ def _rejects(argv: Iterable[str]) -> bool:
     except ConfigError:
         return True
     return False
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free right now (bind port 0 and read it back)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def given_port(args: LaunchArgs) -> int | None:

@@ -42,6 +42,7 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.server.base import RunningProcess
 from pytest_sglang.server.docker.container import RunningContainer
 from pytest_sglang.server.probe import Expected, Target
+from pytest_sglang.sockets import listener_pids
 
 _WILDCARD = ("0.0.0.0", "::", "")
 _SKIP = "the plugin picks a free port when --port is left out"
@@ -96,13 +97,8 @@ def describe_listener(port: int) -> str:
 
 def listeners(port: int) -> list[psutil.Process]:
     """The processes listening on TCP ``port`` that we may see (our own user's, or all as root)."""
-    try:
-        conns = psutil.net_connections(kind="inet")
-    except (psutil.Error, OSError):
-        return []  # e.g. macOS without root
-    pids = {c.pid for c in conns if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port}
     out = []
-    for pid in pids - {None}:
+    for pid in (listener_pids(port) or set()) - {None}:
         try:
             out.append(psutil.Process(pid))
         except psutil.Error:
@@ -148,7 +144,7 @@ def _socket_verdict(root_pid: int, expected: Expected) -> tuple[bool | None, str
         if listens:
             return True, ""
         hidden = hidden or listens is None
-    holders = _listener_pids(expected.port)
+    holders = listener_pids(expected.port)
     if holders is None:
         return None, ""  # the system's socket table is closed to us (macOS without root)
     for pid in sorted(p for p in holders if p is not None and p not in ours):
@@ -161,15 +157,6 @@ def _socket_verdict(root_pid: int, expected: Expected) -> tuple[bool | None, str
         return False, (f"port {expected.port} is held by a process of another user, outside the launched "
                        "process tree")
     return None, ""
-
-
-def _listener_pids(port: int) -> set[int | None] | None:
-    """The pids listening on TCP ``port`` (None for a socket whose owner we may not see), or None if unknown."""
-    try:
-        conns = psutil.net_connections(kind="inet")
-    except (psutil.Error, OSError):
-        return None
-    return {c.pid for c in conns if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port}
 
 
 def _process(pid: int) -> psutil.Process | None:

@@ -23,20 +23,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Literal
 
-import psutil
+from pytest_sglang.sockets import free_port, listener_pids
 
 __all__ = ["Simulator", "Wait", "free_port"]
 
 Wait = Literal["healthy", "port", "none"]
 #: Starts on a fresh free port when the one picked was taken meanwhile by another process.
 PORT_ATTEMPTS = 3
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free right now (bind to port 0 and read it back)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 class Simulator:
@@ -146,12 +139,8 @@ class Simulator:
         answer must not count (the simulator then exits "address already in use", which the wait reports).
         """
         assert self.proc is not None
-        try:
-            conns = psutil.net_connections(kind="inet")
-        except (psutil.Error, OSError):
-            return True  # the table is not readable here: the answer is all there is
-        return any(c.pid == self.proc.pid for c in conns
-                   if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == self.port)
+        pids = listener_pids(self.port)
+        return pids is None or self.proc.pid in pids  # an unreadable table: the answer is all there is
 
     def _probe(self, what: Wait) -> bool:
         if what == "port":

@@ -145,11 +145,11 @@ def test_a_server_binding_the_port_after_the_launch_is_refused_whatever_its_age(
 
 def test_a_listener_of_another_user_is_foreign_when_our_tree_is_readable(monkeypatch: pytest.MonkeyPatch) -> None:
     me = os.getpid()
-    monkeypatch.setattr(identity, "_listener_pids", lambda port: {None})
+    monkeypatch.setattr(identity, "listener_pids", lambda port: {None})
     expected = Expected(port=30000, model_path=MODEL, launched_at=time.time())
     assert identity._socket_verdict(me, expected) == (
         False, "port 30000 is held by a process of another user, outside the launched process tree")
-    monkeypatch.setattr(identity, "_listener_pids", lambda port: None)  # the socket table is closed to us
+    monkeypatch.setattr(identity, "listener_pids", lambda port: None)  # the socket table is closed to us
     assert identity._socket_verdict(me, expected) == (None, "")
 
 
