@@ -78,7 +78,7 @@ def _error(task: str, why: str) -> DataUnavailable:
 def require(name: str, task: str) -> None:
     """Fail with the install hint when the optional ``name`` is missing (``eval`` extra).
 
-    ``find_spec``, not ``except ImportError``: a broken install must surface as itself.
+    ``find_spec`` checks presence only: a module that is present but broken still fails as itself on import.
     """
     if importlib.util.find_spec(name) is None:
         raise ConfigError("task", task, f"needs {name} to load its data from the Hugging Face hub or a parquet file",
