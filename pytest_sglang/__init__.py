@@ -6,17 +6,14 @@ plugin does not import httpx, aiohttp or docker.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
-
-#: Tested SGLang release (schemas, simulator fidelity, default docker image).
-SGLANG_VERSION = "0.5.23"
+from pytest_sglang import lazy
+from pytest_sglang.version import SGLANG_VERSION, __version__
 
 _EXPORTS: dict[str, str] = {
     # server lifecycle
-    "start_server": "pytest_sglang.server",
+    "start_server": "pytest_sglang.fleet.connect",
     "SGLangServer": "pytest_sglang.server",
     "LaunchConfig": "pytest_sglang.server",
     # validation
@@ -89,17 +86,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pytest_sglang' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
@@ -115,6 +102,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ServerUnavailable,
         SGLangError,
     )
+    from pytest_sglang.fleet.connect import start_server
     from pytest_sglang.gates.base import Check, GateOutcome, compare
     from pytest_sglang.gates.capacity import assert_capacity
     from pytest_sglang.gates.hicache import assert_hicache
@@ -122,7 +110,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from pytest_sglang.loadgen import LoadResult, LoadSpec, RequestRecord, run_load
     from pytest_sglang.plugin.load_runner import LoadRunner
     from pytest_sglang.plugin.results import GateResults
-    from pytest_sglang.server import LaunchConfig, SGLangServer, start_server
+    from pytest_sglang.server import LaunchConfig, SGLangServer
     from pytest_sglang.server.validation import load_schema, validate_payload
     from pytest_sglang.sglang.hostmem import plan_hicache
     from pytest_sglang.simulator import Simulator

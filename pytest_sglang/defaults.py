@@ -34,6 +34,8 @@ DEFAULT_PULL = "missing"
 #: ``--sglang-fleet-direct``: probe a gateway's workers directly (auto: where reachable).
 FLEET_DIRECT_MODES = ("auto", "require", "off")
 DEFAULT_FLEET_DIRECT = "auto"
+#: Ray's placement-group strategy for launched servers (``ray.util.placement_group``).
+DEFAULT_RAY_STRATEGY = "PACK"
 
 # the acceptance suite (``correctness.AcceptanceSettings`` and the ``--sglang-acceptance-*`` rows)
 ACCEPTANCE_SAMPLES = 8

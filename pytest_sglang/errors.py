@@ -29,9 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # annotations only: the engine modules import this one
-    from pytest_sglang.server.base import ExitStatus
-    from pytest_sglang.server.fatal import FatalLine
+if TYPE_CHECKING:  # annotations only
+    from pytest_sglang.exits import ExitStatus, FatalLine
 
 
 class SGLangError(Exception):
@@ -48,6 +47,29 @@ class ConfigError(SGLangError, ValueError):
         self.problem = problem
         self.fix = fix
         super().__init__(f"{source}={value!r}: {problem}. Fix: {fix}")
+
+
+class LaunchConfigError(ConfigError):
+    """A bad field of an engine config (``LaunchConfig``, ``RayOptions``, ``FleetSpec``...), in its words.
+
+    ``fix`` is a template: ``{name}`` is how the field is set, ``LaunchConfig(runner=...)`` in the engine and
+    ``--sglang-runner`` once the plugin re-words it with :meth:`for_option`.
+    """
+
+    def __init__(self, owner: str, name: str, value: object, problem: str, fix: str) -> None:
+        """Keep the field and the fix template so that :meth:`for_option` can re-word it."""
+        self.owner = owner
+        self.field = name
+        self.fix_template = fix
+        super().__init__(f"{owner}.{name}", value, problem, fix.format(name=f"{owner}({name}=...)"))
+
+    def for_option(self, option: str) -> ConfigError:
+        """The same error for a plugin option (``--sglang-runner``) that set this field."""
+        return ConfigError(option, self.value, self.problem, self.fix_template.format(name=option))
+
+    def __reduce__(self) -> tuple[type[LaunchConfigError], tuple[str, str, object, str, str]]:
+        """Pickle by the constructor's arguments (errors cross xdist and process boundaries)."""
+        return type(self), (self.owner, self.field, self.value, self.problem, self.fix_template)
 
 
 class PreflightError(SGLangError):
@@ -111,6 +133,7 @@ class LoadGenError(SGLangError):
 __all__ = [
     "ConfigError",
     "DockerError",
+    "LaunchConfigError",
     "LoadGenError",
     "PreflightError",
     "SGLangError",

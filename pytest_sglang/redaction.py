@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Mapping
-from typing import TypeVar, cast
-
-_T = TypeVar("_T")
+from collections.abc import Mapping
 
 MASK = "***"
 REDACTED = "<redacted>"
@@ -59,13 +56,6 @@ def register_env(env: Mapping[str, str]) -> None:
     register(*(v for k, v in env.items() if is_secret_env_name(k)))
 
 
-def register_launch_args(argv: Iterable[str]) -> None:
-    """Register the secrets of SGLang launch args (or a whole command line), read as SGLang reads them."""
-    from pytest_sglang.sglang.args import secrets_in  # lazy: args imports this module
-
-    register(*secrets_in(list(argv)))
-
-
 def is_secret_env_name(name: str) -> bool:
     return bool(SECRET_ENV_NAME.search(name))
 
@@ -104,47 +94,6 @@ def clean_text(text: str) -> str:
     must not move the cursor, retitle the terminal or hide lines of our report.
     """
     return _CONTROL.sub("", _ANSI.sub("", text))
-
-
-def scrub_argv(argv: Iterable[str]) -> list[str]:
-    """An argv with its secrets masked in every spelling SGLang, smg or sglang-router accepts (registered or not).
-
-    A command line found on the machine (a leftover server or gateway) may be either program's: each
-    token is masked when either reading calls it a secret.
-    """
-    from pytest_sglang.sglang.args import display_argv  # lazy: args imports this module
-    from pytest_sglang.sglang.gateway_args import display_gateway_argv  # lazy, likewise
-
-    items = list(argv)
-    return [gateway if MASK in gateway and MASK not in sglang else sglang
-            for sglang, gateway in zip(display_argv(items), display_gateway_argv(items), strict=True)]
-
-
-def scrub_payload(obj: _T) -> _T:
-    """Deep-copy a JSON-like payload with secret keys redacted and secret values masked (same shape).
-
-    Handles SGLang's leaks: secret keys at any depth (top level and ``internal_states``) and
-    ``launch_command`` strings that contain ``--api-key VALUE`` (in any spelling SGLang accepts).
-    """
-    return cast(_T, _scrubbed(obj))
-
-
-def _scrubbed(obj: object) -> object:
-    if isinstance(obj, Mapping):
-        out: dict[object, object] = {}
-        for key, value in obj.items():
-            if key in SECRET_KEYS and value not in (None, ""):
-                out[key] = REDACTED
-            elif key == "launch_command" and isinstance(value, str):
-                out[key] = " ".join(scrub_argv(value.split(" ")))
-            else:
-                out[key] = _scrubbed(value)
-        return out
-    if isinstance(obj, list):
-        return [_scrubbed(v) for v in obj]
-    if isinstance(obj, str):
-        return scrub(obj)
-    return obj
 
 
 #: ``scheme://user:password@`` anywhere in a text (a worker URL inside a metric name, a log line).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Protocol
 
@@ -15,6 +16,9 @@ from pytest_sglang.simulator import Simulator, Wait
 #: fixed-port raw server, the Docker engine): under xdist (``-n``, as scripts/test.sh runs) each tier runs
 #: on one worker, in collection order, while the other workers share every other test.
 SERIAL_TIERS = ("real", "docker")
+#: The Ray tests (tests/server/ray/, test_ray*.py anywhere): one scope, so one worker runs them in turn and
+#: at most one test Ray cluster (~600 MiB of daemons) exists at a time, and their process counts hold.
+RAY_TESTS = re.compile(r"(^|/)(ray/|test_ray[^/]*\.py$)")
 
 
 class _TierScheduling(LoadScopeScheduling):
@@ -28,6 +32,8 @@ class _TierScheduling(LoadScopeScheduling):
         parts = nodeid.split("/", 2)
         if len(parts) == 3 and parts[0] == "tests" and parts[1] in SERIAL_TIERS:
             return f"tests/{parts[1]}"
+        if RAY_TESTS.search(nodeid.split("::", 1)[0]):
+            return "ray"
         return nodeid
 
 

@@ -90,7 +90,7 @@ def test_gate_results_attributes_are_typed() -> None:
 
 def test_load_runner_call_signature() -> None:
     signature = inspect.signature(load_runner.LoadRunner.__call__)
-    assert str(signature) == ("(self, spec: 'LoadSpec | None' = None, *, server: 'SGLangServer | None' = None, "
+    assert str(signature) == ("(self, spec: 'LoadSpec | None' = None, *, server: 'Handle | None' = None, "
                               "**fields: 'object') -> 'LoadResult'")
 
 

@@ -15,14 +15,15 @@ from pytest_sglang.acceptance.support import (
 )
 from pytest_sglang.correctness import CheckContext, fetch_features
 from pytest_sglang.correctness.deadline import Budget
+from pytest_sglang.gates.shares import fleet_of
 
 if TYPE_CHECKING:
-    from pytest_sglang.server import SGLangServer
+    from pytest_sglang.fleet.handle import Handle
 
 
 @pytest.fixture(scope="session")
 def sglang_acceptance(
-    request: pytest.FixtureRequest, sglang_server: SGLangServer, sglang_server_info: dict[str, Any]
+    request: pytest.FixtureRequest, sglang_server: Handle, sglang_server_info: dict[str, Any]
 ) -> Iterator[CheckContext]:
     """The context every acceptance check runs in: a client, the server's features, the settings.
 
@@ -31,7 +32,7 @@ def sglang_acceptance(
     """
     settings = settings_from(request.config)
     suite = Budget.for_suite(settings.suite_timeout_s)  # counted from the suite's first check
-    fleet = sglang_server.fleet
+    fleet = fleet_of(sglang_server)
     with ExitStack() as stack:
         client = stack.enter_context(sglang_server.client())
         if fleet is None:

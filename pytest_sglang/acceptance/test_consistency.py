@@ -11,7 +11,7 @@ from pytest_sglang.correctness import CheckContext, concurrency, kl
 from pytest_sglang.plugin import consent
 
 if TYPE_CHECKING:
-    from pytest_sglang.server import SGLangServer
+    from pytest_sglang.fleet.handle import Handle
 
 
 def test_no_cross_talk(sglang_acceptance: CheckContext) -> None:
@@ -24,7 +24,7 @@ def test_batch_invariance(sglang_acceptance: CheckContext) -> None:
     run(concurrency.check_batch_invariance, sglang_acceptance)
 
 
-def test_cache_logprobs(request: pytest.FixtureRequest, sglang_server: SGLangServer,
+def test_cache_logprobs(request: pytest.FixtureRequest, sglang_server: Handle,
                         sglang_acceptance: CheckContext) -> None:
     """Logprobs served from the prefix cache match cold scoring (mean KL estimate <= max_kl)."""
     # Cold scoring needs an empty cache: an attached server's owner must agree to the flush.

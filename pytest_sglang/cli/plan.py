@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.sglang import hostmem, planner
 from pytest_sglang.sglang.args import check_launch_flags, option_strings, parse_launch_args
+from pytest_sglang.simulator import plan as sim_plan
 from pytest_sglang.simulator.cli import build_parser as simulator_parser
 
 _SIZE = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
@@ -78,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _hardware(ns: argparse.Namespace, argv: Sequence[str]) -> planner.Hardware:
-    hw = planner.hardware_from_profile(argv) or planner.Hardware()
+    hw = sim_plan.hardware_from_profile(argv) or planner.Hardware()
     explicit = {"gpus": ns.gpus, "gpu_memory_bytes": ns.gpu_memory_gb,
                 "kv_bytes_per_token": ns.kv_bytes_per_token, "weight_bytes_per_rank": ns.weights_gb_per_rank}
     given = {k: v for k, v in explicit.items() if v is not None}
@@ -92,7 +93,7 @@ def _host(ns: argparse.Namespace, argv: Sequence[str]) -> hostmem.HostMemory:
     if ns.host_memory_gb is not None:
         return hostmem.HostMemory(available_bytes=ns.host_memory_gb, total_bytes=None,
                                   source="--host-memory-gb")
-    return planner.simulated_host(argv) or hostmem.read_host_memory()
+    return sim_plan.simulated_host(argv) or hostmem.read_host_memory()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

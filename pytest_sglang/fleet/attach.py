@@ -25,13 +25,13 @@ _DETECT_TIMEOUT_S = 5.0
 
 
 def attach_gateway(address: ServerURL, *, api_key: str | None, validate: str, timeout_s: float,
-                   min_workers: int | None = None, direct: str = defaults.DEFAULT_FLEET_DIRECT) -> SGLangServer | None:
-    """The gateway's handle with its fleet, or None when ``address`` is not a gateway (a plain SGLang server).
+                   min_workers: int | None = None, direct: str = defaults.DEFAULT_FLEET_DIRECT) -> SGLangFleet | None:
+    """The fleet behind the gateway at ``address``, or None when it is not a gateway (a plain SGLang server).
 
     ``timeout_s`` is the one deadline for the readiness wait and the worker probes.
     """
     if direct not in defaults.FLEET_DIRECT_MODES:
-        raise ConfigError("--sglang-fleet-direct", direct, "unknown mode",
+        raise ConfigError("fleet_direct", direct, "unknown mode",
                           f"pass one of {', '.join(defaults.FLEET_DIRECT_MODES)}")
     started = time.monotonic()
     detect_s = max(0.25, min(_DETECT_TIMEOUT_S, timeout_s * _DETECT_SHARE))
@@ -46,5 +46,4 @@ def attach_gateway(address: ServerURL, *, api_key: str | None, validate: str, ti
     left = max(1.0, timeout_s - (time.monotonic() - started))
     handles = probe_workers(discovery, api_key=api_key, validate=validate, direct=direct, timeout_s=left)
     gateway = SGLangServer(address, "attach", api_key=api_key, validate=validate)
-    gateway.fleet = SGLangFleet(gateway, discovery.flavor, handles, version=version, direct=direct)
-    return gateway
+    return SGLangFleet(gateway, discovery.flavor, handles, version=version, direct=direct)

@@ -1,5 +1,9 @@
 """``SGLangFleet``: a gateway and one handle per worker, the same shape attached or launched.
 
+The fleet is a handle of its own, built with its workers (never attached to a server's handle later).
+It answers what :class:`~pytest_sglang.server.SGLangServer` answers (``url``, ``client()``, ``info()``,
+``health()``, ``stop()``...), served by the gateway, so fixtures and gates take a :data:`Handle`.
+
 A worker is *reachable* when this machine can talk to it directly (then ``info()``, ``health()`` and
 ``metrics()`` ask the worker itself); otherwise (a cluster's pod IPs, or ``--sglang-fleet-direct off``)
 only the gateway's view of it (``entry``) is known and the gates fall back to that.
@@ -11,6 +15,8 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -19,15 +25,19 @@ import httpx
 from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError, ServerUnavailable, SGLangError
 from pytest_sglang.fleet.discovery import Discovery, GatewayFlavor, Readiness, WorkerEntry, discover, parse_readiness
-from pytest_sglang.server.base import ExitStatus, RunningProcess
-from pytest_sglang.server.client import as_server_url, deadline_in, make_client
+from pytest_sglang.server.base import DEFAULT_GRACE_S, ExitStatus, RunningProcess
+from pytest_sglang.server.client import MAX_BODY_BYTES, as_server_url, deadline_in, make_client
 from pytest_sglang.server.handle import SGLangServer
+from pytest_sglang.server.phases import StartupReport
+from pytest_sglang.server.probe import HEALTH_PROBE_TIMEOUT_S
+from pytest_sglang.server.url import ServerURL
 from pytest_sglang.sglang import metrics_text as promtext
+from pytest_sglang.sglang.args import LaunchArgs
 
 if TYPE_CHECKING:
     from pytest_sglang.server.config import LaunchConfig
 
-__all__ = ["SGLangFleet", "WorkerHandle"]
+__all__ = ["Handle", "SGLangFleet", "WorkerHandle"]
 
 _MAX_METRICS_BYTES = 4 * 1024 * 1024
 _READ_S = 10.0
@@ -144,10 +154,95 @@ class SGLangFleet:
     def __repr__(self) -> str:
         """One line: the gateway (password masked), its flavour, the workers and how many are healthy."""
         healthy = sum(w.entry.is_healthy for w in self.workers)
-        return (f"<SGLangFleet {self.gateway.server_url} mode={self.mode} {self.describe()} "
+        return (f"<SGLangFleet {self.gateway.server_url} mode={self.mode} {self.summary()} "
                 f"healthy={healthy}/{len(self.workers)}>")
 
     def describe(self) -> str:
+        """The :func:`repr` text without its angle brackets (for messages, as a server's handle)."""
+        return repr(self)[1:-1]
+
+    # The handle's shape, served by the gateway: what SGLangServer answers, so gates take either.
+    @property
+    def url(self) -> str:
+        """The gateway's clean base URL (what the load and the acceptance suite talk to)."""
+        return self.gateway.url
+
+    @property
+    def server_url(self) -> ServerURL:
+        """The gateway's parsed address (``str()`` masks a password)."""
+        return self.gateway.server_url
+
+    @property
+    def api_key(self) -> str | None:
+        """The key the gateway and the workers take (never printed)."""
+        return self.gateway.api_key
+
+    @property
+    def validate(self) -> str:
+        """How the workers' ``/server_info`` is validated."""
+        return self.gateway.validate
+
+    @property
+    def config(self) -> LaunchConfig | None:
+        """The workers' launch config (None when attached)."""
+        return self.gateway.config
+
+    @property
+    def launch_args(self) -> LaunchArgs | None:
+        """The workers' launch args (None when attached)."""
+        return self.gateway.launch_args
+
+    @property
+    def process(self) -> RunningProcess | None:
+        """The launched gateway's process (None when attached)."""
+        return self.gateway.process
+
+    @property
+    def startup(self) -> StartupReport | None:
+        """The fleet's start (workers, then the gateway), when launched."""
+        return self.gateway.startup
+
+    @property
+    def log_path(self) -> Path | None:
+        """The launched gateway's log file (each worker has its own: ``worker(i).server.log_path``)."""
+        return self.gateway.log_path
+
+    @property
+    def initial_info(self) -> dict[str, Any] | None:
+        """None: a gateway has no ``/server_info`` of its own (each worker's is read by the gates)."""
+        return None
+
+    def client(self, *, timeout: httpx.Timeout | float | None = None, headers: dict[str, str] | None = None,
+               max_body_bytes: int | None = MAX_BODY_BYTES) -> httpx.Client:
+        """A new client bound to the gateway, authenticated, bodies capped (caller closes it)."""
+        return self.gateway.client(timeout=timeout, headers=headers, max_body_bytes=max_body_bytes)
+
+    def health(self, timeout_s: float = HEALTH_PROBE_TIMEOUT_S) -> int:
+        """The status code of the gateway's ``GET /health``."""
+        return self.gateway.health(timeout_s)
+
+    def metrics(self) -> dict[str, list[promtext.Sample]]:
+        """``/metrics`` on the gateway's address, parsed (each worker's: ``worker(i).metrics()``)."""
+        return self.gateway.metrics()
+
+    def log_tail(self, n: int = 30) -> list[str]:
+        """The last ``n`` lines of the launched gateway's log, secrets masked (empty when attached)."""
+        return self.gateway.log_tail(n)
+
+    def exit_status(self) -> ExitStatus | None:
+        """How the launched gateway ended (None while running or when attached)."""
+        return self.gateway.exit_status()
+
+    def __enter__(self) -> SGLangFleet:
+        """Return the fleet; leaving the block stops it."""
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        """Stop the fleet (the gateway, then every launched worker)."""
+        self.stop()
+
+    def summary(self) -> str:
         """``gateway=smg 1.13.0 workers=4`` for the header."""
         what = f"{self.flavor} {self.version}" if self.version else self.flavor
         roles = {w.role for w in self.workers}
@@ -242,9 +337,15 @@ class SGLangFleet:
         """How each launched worker ended (None while running)."""
         return {w.index: w.server.exit_status() if w.server is not None else None for w in self.workers}
 
-    def stop(self) -> None:
-        """Stop the gateway, then every launched worker; attached ones are left alone."""
-        self.gateway.stop()  # it stops the workers after itself (stop_workers)
+    def stop(self, grace_s: float = DEFAULT_GRACE_S) -> ExitStatus | None:
+        """Stop the gateway, then every launched worker (so no request reaches a dying worker); idempotent.
+
+        Attached ones are left alone. Returns how the gateway ended (None when attached).
+        """
+        try:
+            return self.gateway.stop(grace_s)
+        finally:
+            self.stop_workers(grace_s)
 
     def stop_workers(self, grace_s: float) -> None:
         """Stop every launched worker, in parallel (N workers must not take N grace periods)."""
@@ -263,3 +364,7 @@ def _no_credentials(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
+#: What the fixtures and gates take: one server, or a fleet behind its gateway (same shape).
+Handle = SGLangServer | SGLangFleet

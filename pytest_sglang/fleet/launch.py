@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_sglang import defaults, redaction
-from pytest_sglang.errors import ConfigError, PreflightError, ServerExited, ServerStartError, SGLangError
+from pytest_sglang.errors import (
+    ConfigError,
+    LaunchConfigError,
+    PreflightError,
+    ServerExited,
+    ServerStartError,
+    SGLangError,
+)
 from pytest_sglang.fleet.devices import device_blocks_for
 from pytest_sglang.fleet.discovery import Role
 from pytest_sglang.fleet.gateway import (
@@ -52,6 +59,11 @@ __all__ = ["FleetSpec", "WorkerPlan", "launch_fleet"]
 ABORT_GRACE_S = 2.0
 
 
+def _error(name: str, value: object, problem: str, fix: str) -> LaunchConfigError:
+    """A bad :class:`FleetSpec` field in the engine's words (the plugin names its option instead)."""
+    return LaunchConfigError("FleetSpec", name, value, problem, fix)
+
+
 @dataclass(frozen=True)
 class FleetSpec:
     """How many workers, and the gateway in front of them (the plugin fills it from the options)."""
@@ -70,28 +82,25 @@ class FleetSpec:
     decode_args: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name, flag in (("workers", "--sglang-workers"), ("prefill", "--sglang-prefill"),
-                           ("decode", "--sglang-decode")):
+        """Check the counts and modes; errors name the field (``FleetSpec.workers``), the plugin its option."""
+        for name in ("workers", "prefill", "decode"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(flag, value, "must be a whole number >= 1", f"pass e.g. {flag} 2")
+                raise _error(name, value, "must be a whole number >= 1", "pass e.g. {name} 2")
         if self.pd and (self.prefill < 1 or self.decode < 1):
-            raise ConfigError("--sglang-prefill/--sglang-decode", f"{self.prefill}/{self.decode}",
-                              "a prefill-decode fleet needs at least one prefill and one decode worker",
-                              "pass both, e.g. --sglang-prefill 1 --sglang-decode 1")
+            raise _error("prefill", f"{self.prefill}/{self.decode} (prefill/decode)",
+                         "a prefill-decode fleet needs at least one prefill and one decode worker",
+                         "pass both prefill and decode, e.g. 1 and 1")
         if self.pd and self.workers:
-            raise ConfigError("--sglang-workers", self.workers, "regular workers cannot join a prefill-decode fleet "
-                              "(the gateway runs in one mode)", "drop --sglang-workers, or drop --sglang-prefill/"
-                              "--sglang-decode")
+            raise _error("workers", self.workers, "regular workers cannot join a prefill-decode fleet (the gateway "
+                         "runs in one mode)", "drop {name}, or drop the prefill and decode workers")
         if self.total < 1:
-            raise ConfigError("--sglang-workers", self.workers, "must be a whole number >= 1", "pass e.g. 2")
+            raise _error("workers", self.workers, "must be a whole number >= 1", "pass e.g. {name} 2")
         if self.min_workers is not None and not 1 <= self.min_workers <= self.total:
-            raise ConfigError("--sglang-min-workers", self.min_workers,
-                              f"must be between 1 and the {self.total} launched workers",
-                              f"pass at most --sglang-min-workers {self.total}")
+            raise _error("min_workers", self.min_workers, f"must be between 1 and the {self.total} launched workers",
+                         f"pass at most {{name}} {self.total}")
         if self.direct not in defaults.FLEET_DIRECT_MODES:
-            raise ConfigError("--sglang-fleet-direct", self.direct, "unknown mode",
-                              f"pass one of {', '.join(defaults.FLEET_DIRECT_MODES)}")
+            raise _error("direct", self.direct, "unknown mode", f"pass one of {', '.join(defaults.FLEET_DIRECT_MODES)}")
         check_gateway_args(self.gateway_args)
 
     @property
@@ -151,8 +160,8 @@ def _free_ports(host: str, n: int) -> list[int]:
     return ports
 
 
-def launch_fleet(config: LaunchConfig, spec: FleetSpec, progress: FleetProgress | None = None) -> SGLangServer:
-    """Start the fleet of ``config`` x ``spec.workers`` behind a gateway; the gateway's handle (``.fleet`` set).
+def launch_fleet(config: LaunchConfig, spec: FleetSpec, progress: FleetProgress | None = None) -> SGLangFleet:
+    """Start the fleet of ``config`` x ``spec.workers`` behind a gateway and return it.
 
     The caller stops it with ``stop()`` (gateway first, then every worker).
     """
@@ -167,8 +176,9 @@ def launch_fleet(config: LaunchConfig, spec: FleetSpec, progress: FleetProgress 
     roles = spec.roles()
     role_configs = [_role_config(config, role, spec) for role in roles]
     _preflight(config, role_configs, spec)
+    # On Ray, Ray gives each worker's bundle its GPUs (CUDA_VISIBLE_DEVICES on the node).
     blocks = (device_blocks_for([c.launch_args for c in role_configs], spec.gpus)
-              if config.runner != "simulator" else [None] * len(roles))
+              if config.runner != "simulator" and config.ray is None else [None] * len(roles))
     host = "127.0.0.1" if config.runner == "docker" else connect_host(args)
     ports = _free_ports(host, len(roles) + spec.prefill + 2)
     boot = iter(ports[len(roles):len(roles) + spec.prefill])
@@ -176,13 +186,21 @@ def launch_fleet(config: LaunchConfig, spec: FleetSpec, progress: FleetProgress 
     for i, role in enumerate(roles):
         bootstrap = next(boot) if role == "prefill" else None
         role_config = _with_bootstrap(role_configs[i], bootstrap)
-        plans.append(WorkerPlan(i, role, _worker_config(role_config, blocks[i]), ports[i], bootstrap))
-    servers = _start_workers(plans, progress)
+        port = 0 if config.ray is not None else ports[i]  # 0: picked free on the Ray node that holds the worker
+        plans.append(WorkerPlan(i, role, _worker_config(role_config, blocks[i]), port, bootstrap))
+    # One placement for every worker (Ray: one group, so the strategy spreads them); given back on failure.
+    abandon = get_runner(config, None).place_together([p.config for p in plans], started + config.startup_timeout_s)
+    try:
+        servers = _start_workers(plans, progress)
+    except BaseException:
+        abandon()
+        raise
     gateway_port, metrics_port = ports[-2:]
     try:
         return _start_gateway(config, spec, command, servers, plans, gateway_port, metrics_port, started, progress)
     except BaseException:
         _stop_all([s.process for s in servers if s.process is not None])
+        abandon()
         raise
 
 
@@ -298,7 +316,7 @@ def _stop_all(procs: list[RunningProcess]) -> None:
 
 def _start_gateway(config: LaunchConfig, spec: FleetSpec, command: GatewayCommand, servers: list[SGLangServer],
                    plans: list[WorkerPlan], port: int, metrics_port: int, started: float,
-                   progress: FleetProgress | None) -> SGLangServer:
+                   progress: FleetProgress | None) -> SGLangFleet:
     host = connect_host(config.launch_args)
     urls = [s.url for s in servers]
     extra = spec.gateway_args
@@ -338,11 +356,10 @@ def _start_gateway(config: LaunchConfig, spec: FleetSpec, command: GatewayComman
     version = command.version if command.flavor == discovery.flavor else None
     fleet = SGLangFleet(gateway, discovery.flavor, handles, version=version, direct=spec.direct,
                         restarter=_restarter(progress), metrics_url=f"http://{host}:{metrics_port}/metrics")
-    gateway.fleet = fleet
     if progress is not None:
-        progress.line(f"gateway ready at {url}: {fleet.describe()} "
+        progress.line(f"gateway ready at {url}: {fleet.summary()} "
                       f"({time.monotonic() - started:.1f}s since the start)")
-    return gateway
+    return fleet
 
 
 def _numbered_as_launched(handles: list[WorkerHandle], servers: list[SGLangServer],

@@ -28,6 +28,7 @@ from pytest_sglang.fleet.handle import WorkerHandle
 from pytest_sglang.server.client import deadline_in, make_client
 from pytest_sglang.server.handle import SGLangServer
 from pytest_sglang.server.readiness import excerpt
+from pytest_sglang.server.start import attach  # the engine's: /health then a validated /server_info
 from pytest_sglang.server.url import mask_userinfo
 
 __all__ = ["probe_workers", "server_fingerprint"]
@@ -70,14 +71,12 @@ def _health(entry: WorkerEntry, api_key: str | None, timeout_s: float) -> _Verdi
 
 
 def _probe_one(entry: WorkerEntry, api_key: str | None, validate: str, deadline: float) -> _Verdict:
-    from pytest_sglang.server.start import attach  # the engine's attach: /health then a validated /server_info
-
     bad = _health(entry, api_key, deadline - time.monotonic())
     if bad is not None:
         return bad
     try:
         server = attach(entry.url, api_key=api_key, validate=validate,
-                        timeout_s=max(1.0, deadline - time.monotonic()), detect_gateway=False)
+                        timeout_s=max(1.0, deadline - time.monotonic()))
     except SGLangError as exc:
         return _Verdict(dead=redaction.scrub(str(exc)))
     return _Verdict(server=server)

@@ -27,9 +27,9 @@ class WorkerProgress:
 
     @property
     def label(self) -> str:
-        """``worker 0 (:31001)``, ``worker 1 (prefill :31002)``."""
+        """``worker 0 (:31001)``, ``worker 1 (prefill :31002)``; ``worker 0 (on Ray)`` before its node picked a port."""
         role = "" if self.role == "regular" else f"{self.role} "
-        return f"worker {self.index} ({role}:{self.port})"
+        return f"worker {self.index} ({role}:{self.port})" if self.port else f"worker {self.index} ({role}on Ray)"
 
     def update(self, state: StartupReport) -> None:
         self.fleet.worker_update(self, state)

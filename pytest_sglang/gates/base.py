@@ -9,12 +9,12 @@ markers evaluate the same function, so both give the same message. Records are p
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-Value = float | int | str | bool | None
+from pytest_sglang.formatting import Value, fmt
+
 
 class GateNotApplicable(Exception):
     """The gate cannot run in this setup (e.g. failover on a fleet it did not launch): the test is skipped.
@@ -90,19 +90,6 @@ class Check:
     def from_dict(cls, data: Mapping[str, Any]) -> Check:
         """A check read back from :meth:`to_dict` data; unknown keys are ignored."""
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
-
-
-def fmt(value: Value) -> str:
-    """Human formatting: thousands separators for ints, 4 significant digits for floats."""
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return str(value)
-        return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.4g}"
-    return str(value)
 
 
 def compare(gate: str, metric: str, measured: Value, op: str, required: Value, **extra: Any) -> Check:

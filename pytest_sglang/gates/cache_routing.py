@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_sglang import ledger
 from pytest_sglang.errors import SGLangError
-from pytest_sglang.gates.base import fmt
+from pytest_sglang.formatting import fmt
 from pytest_sglang.loadgen.prefix_reuse import prefix_ids
 from pytest_sglang.redaction import clean_text
 
 if TYPE_CHECKING:
     import httpx
 
+    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.server.handle import SGLangServer
 
 __all__ = ["RoutingResult", "RoutingWorkload", "run_cache_routing", "workload_for"]
@@ -137,7 +138,7 @@ def _flush(workers: list[SGLangServer], names: list[str]) -> list[str]:
     return failed
 
 
-def run_cache_routing(gateway: SGLangServer, workers: list[SGLangServer], names: list[str],
+def run_cache_routing(gateway: Handle, workers: list[SGLangServer], names: list[str],
                       workload: RoutingWorkload, *, seed: int = 0) -> RoutingResult:
     """Send ``workload`` to random workers, then through the gateway; each pass after flushing every worker."""
     result = RoutingResult(workload)

@@ -14,15 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_sglang.formatting import fmt
 from pytest_sglang.gates import keywords
-from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
+from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.keywords import AnyOf, OptionalCount, Requires
 from pytest_sglang.gates.registry import GateContext
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import SGLangFleet
+    from pytest_sglang.fleet.handle import Handle, SGLangFleet
     from pytest_sglang.loadgen import LoadResult, LoadSpec
-    from pytest_sglang.server.handle import SGLangServer
 
 GATE = "capacity"
 _INFO = "/server_info"
@@ -183,7 +183,7 @@ def _add_context(out: GateOutcome, info: Mapping[str, Any]) -> None:
         out.context["server args"] = view
 
 
-def assert_capacity(info: Mapping[str, Any] | SGLangServer | SGLangFleet, **kwargs: Any) -> GateOutcome:
+def assert_capacity(info: Mapping[str, Any] | Handle | SGLangFleet, **kwargs: Any) -> GateOutcome:
     """:func:`evaluate_capacity`, raising ``AssertionError(outcome.message())`` on a miss.
 
     ``info`` is a ``/server_info`` payload, or a server or fleet (``sglang_server``, ``sglang_fleet``):
@@ -193,9 +193,10 @@ def assert_capacity(info: Mapping[str, Any] | SGLangServer | SGLangFleet, **kwar
     if isinstance(info, Mapping):
         outcome = evaluate_capacity(info, **kwargs)
     else:
-        from pytest_sglang.gates.perworker import as_fleet, evaluate_fleet_capacity
+        from pytest_sglang.gates.perworker import evaluate_fleet_capacity
+        from pytest_sglang.gates.shares import fleet_of
 
-        fleet = as_fleet(info)
+        fleet = fleet_of(info)
         outcome = (evaluate_fleet_capacity(fleet, **kwargs) if fleet is not None
                    else evaluate_capacity(info.info(), **kwargs))
     outcome.raise_for_failures()
@@ -249,7 +250,7 @@ def verify_live_checks(result: LoadResult, required: int) -> list[Check]:
     ]
 
 
-def served_max_model_len(server: SGLangServer) -> int | None:
+def served_max_model_len(server: Handle) -> int | None:
     """``/v1/models`` ``data[0].max_model_len``, or None when it cannot be read."""
     try:
         with server.client() as client:

@@ -22,19 +22,20 @@ import signal
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.formatting import fmt
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates import throughput as tput
-from pytest_sglang.gates.base import Check, GateNotApplicable, GateOutcome, compare, fmt
+from pytest_sglang.gates.base import Check, GateNotApplicable, GateOutcome, compare
 from pytest_sglang.gates.failover_run import RECOVER_WINDOW_S, TIMELINE, FailoverRun
 from pytest_sglang.gates.keywords import AtLeast, AtMost, Fraction, KeywordError, OneOf, Requires, Threshold
 from pytest_sglang.gates.registry import GateContext, LockingLoad
-from pytest_sglang.gates.shares import REQUESTS_KEY, SHARES_KEY
+from pytest_sglang.gates.shares import REQUESTS_KEY, SHARES_KEY, fleet_of
 from pytest_sglang.gates.throughput import Dataset, InFlight, Length, Requests, Timeout, TimeScale
 from pytest_sglang.loadgen import LoadSpec
 from pytest_sglang.loadgen.spec import APIS
 
 if TYPE_CHECKING:
-    from pytest_sglang.server import SGLangServer
+    from pytest_sglang.fleet.handle import Handle
 
 GATE = "failover"
 MARKER = "@pytest.mark.sglang_failover"
@@ -85,7 +86,16 @@ def run_marker(
     This signature declares the marker's keywords (types, defaults, ranges): the plugin validates a
     marker against it at collection and shows it in ``pytest --markers``.
     """
-    fleet = ctx.server.fleet
+    # The keywords first: a typo is named whatever the server turns out to be.
+    try:
+        spec = _spec(ctx, LoadSpec(requests=requests, concurrency=concurrency, request_rate=request_rate,
+                                   input_len=input_len, output_len=output_len, api=api, dataset=dataset,
+                                   trace_time_scale=trace_time_scale,
+                                   request_timeout_s=request_timeout_s, load_timeout_s=load_timeout_s,
+                                   sample_server_metrics=False))  # a gateway has no SGLang /metrics
+    except ConfigError as exc:  # the load's own checks (e.g. the dataset's form): name the marker's keyword
+        raise KeywordError(MARKER, {exc.source.removeprefix("LoadSpec."): exc.value}, exc.problem, exc.fix) from None
+    fleet = fleet_of(ctx.server)
     if fleet is None:
         return _no_fleet(ctx.server)
     if not fleet.launched:
@@ -96,14 +106,6 @@ def run_marker(
     if worker >= len(fleet.workers):
         raise KeywordError(MARKER, {"worker": worker}, f"is not a worker of this fleet of {len(fleet.workers)}",
                            f"give worker=0 to worker={len(fleet.workers) - 1}")
-    try:
-        spec = _spec(ctx, LoadSpec(requests=requests, concurrency=concurrency, request_rate=request_rate,
-                                   input_len=input_len, output_len=output_len, api=api, dataset=dataset,
-                                   trace_time_scale=trace_time_scale,
-                                   request_timeout_s=request_timeout_s, load_timeout_s=load_timeout_s,
-                                   sample_server_metrics=False))  # a gateway has no SGLang /metrics
-    except ConfigError as exc:  # the load's own checks (e.g. the dataset's form): name the marker's keyword
-        raise KeywordError(MARKER, {exc.source.removeprefix("LoadSpec."): exc.value}, exc.problem, exc.fix) from None
     run = FailoverRun(fleet, worker, signal.Signals[kill].value, spec, restart=restart, max_detect_s=max_detect_s,
                       max_recover_s=max_recover_s, api_key=ctx.server.api_key)
     # The run-wide load lock: nothing else may load the fleet while one of its workers is down.
@@ -123,7 +125,7 @@ def _spec(ctx: GateContext, spec: LoadSpec) -> LoadSpec:
     return spec.with_timeouts(ctx.request_timeout_s, ctx.load_timeout_s)
 
 
-def _no_fleet(server: SGLangServer) -> GateOutcome:
+def _no_fleet(server: Handle) -> GateOutcome:
     check = Check(GATE, "fleet", "a single SGLang server (sglang_failover needs a fleet)",
                   "SGLang's gateway in front of workers", "==", source=server.describe(), passed=False,
                   remedy="launch a fleet, e.g. --sglang-workers 2: the gate kills one of its workers")

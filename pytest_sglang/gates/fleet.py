@@ -24,7 +24,8 @@ import contextlib
 from typing import TYPE_CHECKING, Annotated
 
 from pytest_sglang.errors import SGLangError
-from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
+from pytest_sglang.formatting import fmt
+from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.consistency import FIELDS, compare_workers, views
 from pytest_sglang.gates.keywords import AtLeast, EachOneOf, OneOf, OptionalCount, Threshold
 from pytest_sglang.gates.registry import GateContext, LockingLoad
@@ -96,7 +97,7 @@ def health_check(fleet: SGLangFleet, min_healthy: int | None, out: GateOutcome) 
                            + ("" if min_healthy is not None else f"; required: every listed worker ({len(seen)})"),
                     remedy="restart the worker(s) not counted below; a gateway notices a dead worker only at its "
                            "next health check (--health-check-interval-secs, default 60 s)"))
-    out.context["gateway"] = f"{fleet.describe()}; {_readiness(fleet)}"
+    out.context["gateway"] = f"{fleet.summary()}; {_readiness(fleet)}"
 
 
 def _readiness(fleet: SGLangFleet) -> str:

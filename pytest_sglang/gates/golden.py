@@ -22,7 +22,7 @@ from pytest_sglang.gates.keywords import AtLeast, Fraction, KeywordError, Second
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 
 if TYPE_CHECKING:
-    from pytest_sglang.server.handle import SGLangServer
+    from pytest_sglang.fleet.handle import Handle
 
 GATE = "golden"
 MARKER = "@pytest.mark.sglang_golden"
@@ -42,7 +42,7 @@ def load_golden(path: str) -> dict[str, Any]:
     return doc
 
 
-def evaluate_golden(server: SGLangServer, doc: Mapping[str, Any], *, source: str, min_match: float = 1.0,
+def evaluate_golden(server: Handle, doc: Mapping[str, Any], *, source: str, min_match: float = 1.0,
                     max_logprob_delta: float | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
                     names: tuple[str, str] = ("min_match", "max_logprob_delta")) -> GateOutcome:
     """Re-run the recorded prompts one at a time and judge the answers against the limits.

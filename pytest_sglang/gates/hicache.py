@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Protocol, runtime_checkable
 
 from pytest_sglang.errors import SGLangError
+from pytest_sglang.formatting import fmt
 from pytest_sglang.gates import keywords
-from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
+from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.capacity import token_capacity
 from pytest_sglang.gates.keywords import OptionalCount, Requires, Threshold, sglang_choices
 from pytest_sglang.gates.registry import GateContext, LockingLoad
@@ -24,8 +25,7 @@ from pytest_sglang.loadgen.prefix_reuse import ReuseResult, run_prefix_reuse
 from pytest_sglang.sglang.hostmem import GB, GiB
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import SGLangFleet
-    from pytest_sglang.server.handle import SGLangServer
+    from pytest_sglang.fleet.handle import Handle, SGLangFleet
     from pytest_sglang.server.phases import HostPool, StartupReport
     from pytest_sglang.sglang.metrics_text import Sample
 
@@ -200,9 +200,10 @@ def assert_hicache(server: HicacheServer | SGLangFleet, **kwargs: Any) -> GateOu
     one record per worker, as the marker does.
     """
     __tracebackhide__ = True
-    from pytest_sglang.gates.perworker import as_fleet, evaluate_fleet_hicache
+    from pytest_sglang.gates.perworker import evaluate_fleet_hicache
+    from pytest_sglang.gates.shares import fleet_of
 
-    fleet = as_fleet(server)
+    fleet = fleet_of(server)
     if fleet is not None:
         outcome = evaluate_fleet_hicache(fleet, **kwargs)
     elif isinstance(server, HicacheServer):
@@ -258,7 +259,7 @@ def _unmeasured(reason: str, remedy: str) -> Check:
     return compare(GATE, "host_hit_tokens", None, ">=", 1, source=reason, remedy=remedy)
 
 
-def run_effective(ctx: GateContext, server: SGLangServer, outcome: GateOutcome, min_gain: float | None) -> None:
+def run_effective(ctx: GateContext, server: Handle, outcome: GateOutcome, min_gain: float | None) -> None:
     """The ``effective=True`` workload against ``server`` (under the run-wide load lock); checks into ``outcome``."""
     info = server.info()
     if info.get("enable_hierarchical_cache") is not True:

@@ -171,7 +171,7 @@ def run_marker(
         out.checks += backend_checks(facts, transfer_backend)
     if kv_checksum:
         out.checks += checksum_checks(facts)
-    out.context["gateway"] = fleet.describe()
+    out.context["gateway"] = fleet.summary()
     if load:
         limits = Limits(max_transfer_failures, max_transfer_failure_rate, max_bootstrap_failures,
                         max_bootstrap_failure_rate, max_transfer_share, max_transfer_ms)

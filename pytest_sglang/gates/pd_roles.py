@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pytest_sglang.errors import SGLangError
-from pytest_sglang.gates.base import Check, Value, compare
+from pytest_sglang.formatting import Value
+from pytest_sglang.gates.base import Check, compare
 from pytest_sglang.gates.perworker import NOT_CHECKED
 
 if TYPE_CHECKING:

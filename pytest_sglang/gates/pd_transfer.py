@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pytest_sglang.gates.base import Check, compare, fmt
+from pytest_sglang.formatting import fmt
+from pytest_sglang.gates.base import Check, compare
 from pytest_sglang.gates.pd_roles import GATE, PD_ROLES
 from pytest_sglang.sglang import metrics_text
 

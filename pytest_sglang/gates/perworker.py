@@ -18,15 +18,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pytest_sglang.errors import SGLangError
+from pytest_sglang.formatting import fmt
 from pytest_sglang.gates import capacity, hicache, keywords
-from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
+from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.capacity import served_max_model_len, token_capacity
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import SGLangFleet, WorkerHandle
     from pytest_sglang.gates.registry import GateContext
 
-__all__ = ["NOT_CHECKED", "as_fleet", "effective_per_worker", "evaluate_fleet_capacity", "evaluate_fleet_hicache",
+__all__ = ["NOT_CHECKED", "effective_per_worker", "evaluate_fleet_capacity", "evaluate_fleet_hicache",
            "for_worker", "not_checked"]
 
 #: What a record shows as measured when the worker's figure could not be read.
@@ -40,14 +41,6 @@ _CAPACITY = {"min_total_tokens": ("max_total_num_tokens", "tokens"),
              "min_concurrent_requests": ("concurrent_requests", "requests")}
 _HICACHE_SIZES = {"min_host_tokens": "host_pool_tokens", "min_host_gb_per_rank": "host_pool_gb_per_rank",
                   "min_ratio": "host_device_ratio"}
-
-
-def as_fleet(target: object) -> SGLangFleet | None:
-    """``target`` as a fleet: an ``SGLangFleet``, or the fleet of a gateway's ``SGLangServer``; else None."""
-    from pytest_sglang.fleet.handle import SGLangFleet
-    from pytest_sglang.gates.shares import fleet_of
-
-    return target if isinstance(target, SGLangFleet) else fleet_of(target)
 
 
 def for_worker(check: Check, worker: WorkerHandle) -> Check:

@@ -34,7 +34,7 @@ from pytest_sglang.loadgen.probing import Prober, ProbeResult, ProbeSpec
 from pytest_sglang.loadgen.spec import APIS
 
 if TYPE_CHECKING:
-    from pytest_sglang.server.handle import SGLangServer
+    from pytest_sglang.fleet.handle import Handle
 
 __all__ = ["first_failure", "run_marker", "suggestion"]
 
@@ -91,7 +91,7 @@ def _specs(values: dict[str, object]) -> list[ProbeSpec]:
     return out
 
 
-def _targets(ctx: GateContext) -> list[tuple[str, SGLangServer]]:
+def _targets(ctx: GateContext) -> list[tuple[str, Handle]]:
     fleet = fleet_of(ctx.server)
     if fleet is None:
         return [(ctx.server.url, ctx.server)]
@@ -111,7 +111,7 @@ def _probe_check(name: str, spec: ProbeSpec, results: list[ProbeResult], load_s:
                    remedy=suggestion(results, spec) if run is not None else "")
 
 
-def _rank_check(server: SGLangServer, timeout_s: float) -> Check | None:
+def _rank_check(server: Handle, timeout_s: float) -> Check | None:
     """One-token generations pinned to each DP rank: how many ranks answered."""
     dp = int(server.info().get("dp_size") or 1)
     if dp < 2:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # types only: importing the plugin must not import the engine or the load generator
+    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.gates.base import GateOutcome
     from pytest_sglang.loadgen import LoadResult, LoadSpec
     from pytest_sglang.server.handle import SGLangServer
@@ -155,7 +156,7 @@ class GateContext:
     ``--sglang-request-timeout``/``--sglang-load-timeout`` for loads a gate runs itself.
     """
 
-    server: SGLangServer
+    server: Handle
     load: LoadFn
     factory: Callable[..., SGLangServer] | None = None
     nodeid: str = ""

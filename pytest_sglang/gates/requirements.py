@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 
 from pytest_sglang.gates.base import Check, GateOutcome
 from pytest_sglang.gates.registry import ANY_VALUE, LaunchNeed, MarkerGate
+from pytest_sglang.gates.shares import fleet_of
 
 if TYPE_CHECKING:
-    from pytest_sglang.server.handle import SGLangServer
+    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.sglang.args import LaunchArgs
 
 __all__ = ["Unmet", "active_needs", "outcome_for", "turn_off", "unmet_in_launch", "unmet_on_server"]
@@ -77,12 +78,13 @@ def unmet_in_launch(needs: Sequence[LaunchNeed], roles: Mapping[str, LaunchArgs]
     return out
 
 
-def unmet_on_server(needs: Sequence[LaunchNeed], server: SGLangServer) -> list[Unmet]:
+def unmet_on_server(needs: Sequence[LaunchNeed], server: Handle) -> list[Unmet]:
     """The needs an attached server (each reachable worker of a gateway) does not meet, from ``/server_info``."""
-    if server.fleet is not None:
+    fleet = fleet_of(server)
+    if fleet is not None:
         # Behind a gateway only the workers can say; none reachable (--sglang-fleet-direct off, or a
         # gateway on another network): nothing to read here, and the gate says what it could not check.
-        infos = [(w.role, f"{w.name()} /server_info", w.info()) for w in server.fleet.reachable_workers()]
+        infos = [(w.role, f"{w.name()} /server_info", w.info()) for w in fleet.reachable_workers()]
     else:
         infos = [("regular", f"{server.describe()} /server_info", server.info())]
     return [Unmet(need, info[need.field], where) for need in needs for role, where, info in infos

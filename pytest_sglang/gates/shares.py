@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
-from pytest_sglang.gates.base import GateOutcome, fmt
+from pytest_sglang.formatting import fmt
+from pytest_sglang.gates.base import GateOutcome
 from pytest_sglang.loadgen.servermetrics import REQUESTS_TOTAL
 from pytest_sglang.sglang import metrics_text
 
@@ -127,10 +128,10 @@ class WorkerShares:
 
 
 def fleet_of(server: object) -> SGLangFleet | None:
-    """The fleet behind ``server`` when it is a gateway's handle; None for a single server (or a fake one)."""
-    from pytest_sglang.server.handle import SGLangServer  # lazily: keeps this module light to import
+    """``server`` when it is a fleet (a gateway with its workers); None for a single server (or a fake one)."""
+    from pytest_sglang.fleet.handle import SGLangFleet  # lazily: keeps this module light to import
 
-    return server.fleet if isinstance(server, SGLangServer) else None
+    return server if isinstance(server, SGLangFleet) else None
 
 
 def measure(fleet: SGLangFleet, run: Callable[[], T]) -> tuple[T, WorkerShares]:

@@ -16,7 +16,17 @@ from typing import Annotated, Any
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import GateOutcome, compare
-from pytest_sglang.gates.keywords import AnyOf, AtLeast, AtMost, Count, NotBelow, OneOf, Seconds, Threshold
+from pytest_sglang.gates.keywords import (
+    AnyOf,
+    AtLeast,
+    AtMost,
+    Count,
+    NotBelow,
+    OneOf,
+    OptionalCount,
+    Seconds,
+    Threshold,
+)
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.shares import run_loads
 from pytest_sglang.gates.throughput import FLOORS, Length, Timeout, judge
@@ -148,6 +158,7 @@ def run_marker(
     time_budget_s: Seconds = 300.0,
     request_timeout_s: Timeout = None,
     load_timeout_s: Timeout = None,
+    load_nodes: OptionalCount = None,
 ) -> GateOutcome:
     """Find the highest concurrency meeting the SLO; fail if it is below ``min_concurrency``.
 
@@ -167,7 +178,9 @@ def run_marker(
         if v is not None
     }
     _validate(ceilings, min_concurrency, max_concurrency)
-    base = LoadSpec(input_len=input_len, output_len=output_len, api=api, request_timeout_s=request_timeout_s)
+    # load_nodes unset: the run's --sglang-load-nodes (applied by the plugin's load).
+    base = LoadSpec(input_len=input_len, output_len=output_len, api=api, request_timeout_s=request_timeout_s,
+                    nodes=load_nodes or 1)
 
     def run(c: int, n: int) -> LoadResult:
         budget = max(s.left_s(), 0.1)

@@ -39,7 +39,7 @@ from pytest_sglang.loadgen.soak_series import MIN_FIT_SAMPLES, SoakSample, beyon
 from pytest_sglang.loadgen.spec import APIS
 
 if TYPE_CHECKING:
-    from pytest_sglang.server.handle import SGLangServer
+    from pytest_sglang.fleet.handle import Handle
 
 __all__ = ["DATA_KEY", "GATE", "NOTHING_MEASURABLE", "Limits", "default_interval", "default_warmup", "judge",
            "min_window_s", "run_marker", "stop_reason"]
@@ -239,7 +239,7 @@ def judge(run: SoakRun, limits: Limits, warmup_s: float) -> GateOutcome:
 
 
 # ---- the marker ------------------------------------------------------------------------------------
-def _rss_reader(server: SGLangServer) -> tuple[Callable[[], float | None] | None, str]:
+def _rss_reader(server: Handle) -> tuple[Callable[[], float | None] | None, str]:
     """The launched processes' RSS (a fleet: the gateway's and every launched worker's), or None."""
     fleet = fleet_of(server)
     handles = [server, *(w.server for w in fleet.workers if w.server is not None)] if fleet is not None else [server]

@@ -22,7 +22,8 @@ import contextlib
 from typing import TYPE_CHECKING, Annotated
 
 from pytest_sglang.errors import SGLangError
-from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
+from pytest_sglang.formatting import fmt
+from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.keywords import Above, AnyOf, Count, Fraction, rules
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout, load_spec
@@ -32,7 +33,7 @@ from pytest_sglang.server.start import attach
 from pytest_sglang.sglang import metrics_text as promtext
 
 if TYPE_CHECKING:
-    from pytest_sglang.server.handle import SGLangServer
+    from pytest_sglang.fleet.handle import Handle
 
 __all__ = ["run_marker"]
 
@@ -52,7 +53,7 @@ def _lock(ctx: GateContext) -> contextlib.AbstractContextManager[None]:
     return ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext()
 
 
-def _server_side(server: SGLangServer) -> str:
+def _server_side(server: Handle) -> str:
     """The server's own figures: the last-batch gauge and the since-start average."""
     parts = []
     try:
@@ -89,7 +90,7 @@ def _acceptance_checks(sample: SpecSample, min_length: float | None, min_rate: f
     return checks
 
 
-def _reference(ctx: GateContext, url: str | None) -> tuple[SGLangServer | None, str]:
+def _reference(ctx: GateContext, url: str | None) -> tuple[Handle | None, str]:
     if url is not None:
         server = attach(url, api_key=ctx.server.api_key, validate=ctx.server.validate)
         return server, f"reference_url {server.server_url}"
@@ -177,7 +178,7 @@ def run_marker(
     return out
 
 
-def _flags(server: SGLangServer) -> str:
+def _flags(server: Handle) -> str:
     info = server.info()
     names = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
     return ", ".join(f"{n.removeprefix('speculative_')}={info.get(n)}" for n in names)

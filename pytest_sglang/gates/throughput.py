@@ -22,7 +22,17 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare
-from pytest_sglang.gates.keywords import Above, AtLeast, AtMost, Count, Fraction, KeywordError, OneOf, Threshold
+from pytest_sglang.gates.keywords import (
+    Above,
+    AtLeast,
+    AtMost,
+    Count,
+    Fraction,
+    KeywordError,
+    OneOf,
+    OptionalCount,
+    Threshold,
+)
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 from pytest_sglang.loadgen.datasets import PromptSource
@@ -31,7 +41,7 @@ from pytest_sglang.loadgen.result import merge_cache_reports
 from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS
 
 if TYPE_CHECKING:
-    from pytest_sglang.server import SGLangServer
+    from pytest_sglang.fleet.handle import Handle
 
 GATE = "throughput"
 #: Which figure a floor judges: the interval's favourable bound (default), its unfavourable bound
@@ -216,7 +226,7 @@ def timeout_check(result: LoadResult, max_error_rate: float) -> Check | None:
     )
 
 
-def server_check(server: SGLangServer | None, result: LoadResult) -> Check | None:
+def server_check(server: Handle | None, result: LoadResult) -> Check | None:
     """Return how the server ended if it died during the load, else None while it looks alive.
 
     Launched: its exit status; attached: the first refused connection.
@@ -318,7 +328,7 @@ def median_result(results: Sequence[LoadResult]) -> LoadResult:
 def load_spec(*, requests: int, concurrency: int | None, request_rate: float | None, input_len: int,
               output_len: int, api: str, request_timeout_s: float | None, load_timeout_s: float | None,
               dataset: str = "random-ids", trace_time_scale: float = 1.0,
-              marker: str = "sglang_throughput") -> LoadSpec:
+              marker: str = "sglang_throughput", nodes: int | None = None) -> LoadSpec:
     """The load of the load-shape keywords (``sglang_throughput``, ``sglang_fleet``, ... share them).
 
     The load's own checks (the dataset's form, a trace file's rows, a multiturn dataset's api) fail as
@@ -327,12 +337,13 @@ def load_spec(*, requests: int, concurrency: int | None, request_rate: float | N
     try:
         spec = LoadSpec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                         output_len=output_len, api=api, request_timeout_s=request_timeout_s,
-                        load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale)
+                        load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
+                        nodes=nodes or 1)  # None: the run's --sglang-load-nodes (applied by the plugin's load)
         if dataset != "random-ids":
             PromptSource(spec)  # the file and the rows the load uses (a trace is read streaming, bounded)
         return spec
     except ConfigError as exc:
-        name = exc.source.removeprefix("LoadSpec.")
+        name = {"nodes": "load_nodes"}.get(exc.source.removeprefix("LoadSpec."), exc.source.removeprefix("LoadSpec."))
         raise KeywordError(f"@pytest.mark.{marker}", {name: exc.value}, exc.problem, exc.fix) from None
 
 
@@ -359,8 +370,11 @@ def run_marker(
     repeats: Count = 1,
     request_timeout_s: Timeout = None,
     load_timeout_s: Timeout = None,
+    load_nodes: OptionalCount = None,
 ) -> GateOutcome:
     """``@pytest.mark.sglang_throughput``: run the load ``repeats`` times and judge the median run.
+
+    ``load_nodes=N`` spreads each run over N Ray nodes (``--sglang-ray``); unset, the run's ``--sglang-load-nodes``.
 
     Each floor is judged with the noise of those runs (the module's docstring): it fails only when the
     whole 95% interval misses it, or, with ``proven=True``, passes only when the whole interval meets it.
@@ -379,7 +393,8 @@ def run_marker(
         )
     spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                      output_len=output_len, api=api, request_timeout_s=request_timeout_s,
-                     load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale)
+                     load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
+                     nodes=load_nodes)
     from pytest_sglang.gates.shares import run_loads
 
     # Each repeat sends other prompts (seed + k): with the same prompts, repeat 1 would fill the radix

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import importlib.util
 import sys
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from pytest_sglang import ledger
+from pytest_sglang.errors import ConfigError
 from pytest_sglang.loadgen import clock, traces
 from pytest_sglang.loadgen.multiproc import run_processes
 from pytest_sglang.loadgen.record import RequestRecord
@@ -55,7 +57,9 @@ def run_load(
         kind, path = dataset_parts(spec.dataset)
         span = traces.scan(kind, path, spec.requests).span_s  # a bad trace is an error before anything is sent
         spec = spec.replace(load_timeout_s=spec.load_timeout(span_s=span * spec.trace_time_scale))
-    if spec.processes > 1:
+    if spec.nodes > 1:
+        shard, duration = _run_on_ray(base, spec, api_key, progress)
+    elif spec.processes > 1:
         shard, duration = run_processes(base, spec, api_key, progress)
     else:
         shard, duration = _run_async(run_single(base, spec, api_key, progress, _timed(spec)))
@@ -75,6 +79,18 @@ def run_load(
     if spec.flush_cache:
         ledger.note_flush()
     return result
+
+
+def _run_on_ray(url: str, spec: LoadSpec, api_key: str | None, progress: Progress | None) -> tuple[ShardResult, float]:
+    """The load over ``spec.nodes`` Ray nodes (:mod:`.ray_nodes`), or why it cannot run here."""
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError("LoadSpec.nodes", spec.nodes, "spreads the load over Ray nodes, and Ray is not installed",
+                          "pip install 'pytest-sglang[ray]', or use nodes=1")
+    # Imported here, not at the top: ray is an optional extra (and a heavy import), and this module is
+    # imported by every user of the load generator.
+    from pytest_sglang.loadgen.ray_nodes import run_on_ray
+
+    return run_on_ray(url, spec, api_key, progress)
 
 
 def _timed(spec: LoadSpec) -> TimedRun | None:

@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_sglang import ledger
 from pytest_sglang.errors import SGLangError
-from pytest_sglang.gates.base import fmt
+from pytest_sglang.formatting import fmt
 from pytest_sglang.redaction import clean_text
 
 if TYPE_CHECKING:
     import httpx
 
-    from pytest_sglang.server import SGLangServer
+    from pytest_sglang.fleet.handle import Handle
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def load_back_total(server: SGLangServer) -> int | None:
+def load_back_total(server: Handle) -> int | None:
     """Sum of ``sglang:load_back_tokens_total`` over ranks, or None when /metrics is off."""
     try:
         samples = server.metrics().get("sglang:load_back_tokens_total", [])
@@ -133,7 +133,7 @@ def load_back_total(server: SGLangServer) -> int | None:
     return int(sum(s.value for s in samples)) if samples else None
 
 
-def run_prefix_reuse(server: SGLangServer, *, device_tokens: int, host_tokens: int, max_input: int) -> ReuseResult:
+def run_prefix_reuse(server: Handle, *, device_tokens: int, host_tokens: int, max_input: int) -> ReuseResult:
     """Send the workload twice, after ``/flush_cache`` so that earlier traffic does not count."""
     import httpx  # lazily: the hicache gate module is imported for its keywords alone
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from pytest_sglang.server.handle import SGLangServer
+from pytest_sglang.fleet.handle import Handle
 
 __all__ = ["ProbeResult", "ProbeSpec", "Prober"]
 
@@ -59,7 +59,7 @@ class ProbeResult:
 class Prober:
     """Probe each ``(name, server)`` with each spec, every period, until :meth:`stop`."""
 
-    targets: list[tuple[str, SGLangServer]]
+    targets: list[tuple[str, Handle]]
     specs: list[ProbeSpec]
     results: dict[tuple[str, str], list[ProbeResult]] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -82,7 +82,7 @@ class Prober:
         for thread in self._threads:
             thread.join(timeout=max(s.timeout_s for s in self.specs) + 5)
 
-    def _run(self, name: str, server: SGLangServer, spec: ProbeSpec) -> None:
+    def _run(self, name: str, server: Handle, spec: ProbeSpec) -> None:
         out = self.results[(name, spec.kind)]
         with server.client(timeout=httpx.Timeout(spec.timeout_s)) as client:
             next_at = time.monotonic()

@@ -252,16 +252,18 @@ async def run_shard(
     progress: Progress | None = None,
     sample: bool = False,
     sampler: MetricsSampler | None = None,
+    source: PromptSource | None = None,
 ) -> ShardResult:
     """Run one shard's requests; record times relative to ``clock_base`` (a perf_counter value).
 
     ``deadline`` is a ``loop.time()`` value; ``cap`` bounds the records kept (default
     ``spec.max_records``). ``sampler``: a /metrics sampler whose baseline was read before the clock
-    started (else one is made here when ``sample``).
+    started (else one is made here when ``sample``). ``source``: the prompts, built before the clock
+    started (else built here, from ``spec``).
     """
     collector = Collector(cap or spec.max_records, seed=shard.seed)
     indices = shard.indices(spec.requests)
-    source = PromptSource(spec)
+    source = source if source is not None else PromptSource(spec)
     sampler = await start_sampler(client, sample, sampler)
 
     def make(i: int) -> Coroutine[Any, Any, RequestRecord]:

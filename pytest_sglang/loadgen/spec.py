@@ -26,6 +26,8 @@ MAX_LEN = 1_048_576
 #: Requests open at once: one connection each (an OS has about 28,000 ephemeral ports per address).
 MAX_IN_FLIGHT = 65_536
 MAX_PROCESSES = 256
+#: Ray nodes a load is spread over (one shard per node and per ``processes``).
+MAX_NODES = 1024
 MAX_WARMUP = 10_000
 
 # Derived timeouts. A request's default limit is a floor plus the time a server far slower than any
@@ -75,8 +77,11 @@ class LoadSpec:
     load_timeout_s: float | None = None
     #: POST /flush_cache?timeout=60 after the warmup, before the timed run.
     flush_cache: bool = False
-    #: Client processes sharing the load (when one core cannot keep up).
+    #: Client processes sharing the load (when one core cannot keep up); with ``nodes``, per node.
     processes: int = 1
+    #: Ray nodes sharing the load (when one host cannot keep up): ``nodes x processes`` shards, each a
+    #: Ray actor pinned to its node. Needs a connected Ray cluster (``ray.init``) and the ``ray`` extra.
+    nodes: int = 1
     #: ``model`` sent to the OpenAI-compatible APIs (SGLang does not check it).
     model: str = "default"
     temperature: float = 0.0
@@ -155,14 +160,23 @@ class LoadSpec:
     def _check_other(self) -> None:
         if self.api not in APIS:
             _bad("api", self.api, "unknown API", f"use one of {', '.join(APIS)}")
-        self._check_dataset()
         _count("processes", self.processes, MAX_PROCESSES, "one process per core is enough")
+        _count("nodes", self.nodes, MAX_NODES, "one load shard per node and process")
+        self._check_dataset()
         if self.concurrency is not None and self.processes > self.concurrency:
             _bad(
                 "processes",
                 self.processes,
                 f"is larger than concurrency={self.concurrency}",
                 "use at most one process per concurrent request",
+            )
+        if self.concurrency is not None and self.nodes * self.processes > self.concurrency:
+            _bad(
+                "nodes",
+                self.nodes,
+                f"times processes={self.processes} makes {self.nodes * self.processes} load shards, more than "
+                f"concurrency={self.concurrency}",
+                "use at most one shard (nodes x processes) per concurrent request",
             )
         if self.vocab_size <= 11:
             _bad("vocab_size", self.vocab_size, "must be > 11", "give the model's vocabulary size")
@@ -181,9 +195,10 @@ class LoadSpec:
         if scale != 1.0 and kind not in TRACE_KINDS:  # it would change nothing: say so rather than ignore it
             _bad("trace_time_scale", scale, f"applies to a trace replay only, not to dataset {kind}",
                  "drop trace_time_scale, or give dataset='mooncake:PATH' or 'burstgpt:PATH'")
-        if kind not in ("random-ids", "sharegpt", "jsonl") and self.processes > 1:
-            _bad("processes", self.processes, f"must be 1 for dataset {kind} (one timeline: a trace's clock or "
-                 "each session's turns)", "drop processes=, or use a random-ids/sharegpt/jsonl dataset")
+        for name in ("processes", "nodes"):
+            if kind not in ("random-ids", "sharegpt", "jsonl") and getattr(self, name) > 1:
+                _bad(name, getattr(self, name), f"must be 1 for dataset {kind} (one timeline: a trace's clock or "
+                     f"each session's turns)", f"drop {name}=, or use a random-ids/sharegpt/jsonl dataset")
         if kind in TRACE_KINDS and self.request_rate is not None:
             _bad("request_rate", self.request_rate, f"cannot be combined with the {kind} trace, which gives the "
                  "arrival times", "drop request_rate; speed the replay up or down with trace_time_scale")

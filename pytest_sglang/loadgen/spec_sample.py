@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from pytest_sglang.server.handle import SGLangServer
+from pytest_sglang.fleet.handle import Handle
 
 __all__ = ["SpecSample", "sample_acceptance"]
 
@@ -94,7 +94,7 @@ def _one(client: httpx.Client, index: int, output_len: int) -> dict[str, object]
     return meta if isinstance(meta, dict) else "no meta_info"
 
 
-def sample_acceptance(server: SGLangServer, *, samples: int, output_len: int, timeout_s: float) -> SpecSample:
+def sample_acceptance(server: Handle, *, samples: int, output_len: int, timeout_s: float) -> SpecSample:
     """Send ``samples`` greedy ``/generate`` requests (``output_len`` tokens each) and collect acceptance."""
     out = SpecSample()
     with server.client(timeout=httpx.Timeout(timeout_s, connect=5.0)) as client, \

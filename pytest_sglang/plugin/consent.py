@@ -20,8 +20,8 @@ import pytest
 from pytest_sglang.plugin.keys import SETTINGS_KEY
 
 if TYPE_CHECKING:
+    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.loadgen import LoadSpec
-    from pytest_sglang.server import SGLangServer
 
 __all__ = ["OPTION", "STRICT", "disruptions_of_marker", "heavy_load", "require"]
 
@@ -81,12 +81,12 @@ def disruptions_of_marker(name: str, kwargs: Mapping[str, object], signature: in
     return found
 
 
-def attached(server: SGLangServer) -> bool:
+def attached(server: Handle) -> bool:
     """True when this run did not launch ``server`` (``--sglang-url``): its owner must consent."""
     return server.mode == "attach"
 
 
-def require(config: pytest.Config, server: SGLangServer, actions: list[str]) -> None:
+def require(config: pytest.Config, server: Handle, actions: list[str]) -> None:
     """Skip (or fail under ``--sglang-strict``) when ``actions`` would disturb an attached server.
 
     Nothing happens for a launched server, with ``--sglang-allow-disruptive``, or with no action.

@@ -18,10 +18,11 @@ if TYPE_CHECKING:
     import httpx
 
     from pytest_sglang.fleet import SGLangFleet
+    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.plugin.load_runner import LoadRunner
     from pytest_sglang.plugin.pool import ServerPool
     from pytest_sglang.plugin.results import GateResults
-    from pytest_sglang.server import SGLangServer
+    from pytest_sglang.server.handle import SGLangServer
 
 #: ``sglang_server_factory``: ``factory(launch_args, **LaunchConfig overrides) -> SGLangServer``.
 ServerFactory = Callable[..., "SGLangServer"]
@@ -36,10 +37,10 @@ def _pool(request: pytest.FixtureRequest) -> ServerPool:
     return pool
 
 
-def server_fixture() -> Callable[..., SGLangServer]:
+def server_fixture() -> Callable[..., Handle]:
     """A session fixture returning the run's primary server (attach or launch; one shape)."""
 
-    def sglang_server(request: pytest.FixtureRequest) -> SGLangServer:
+    def sglang_server(request: pytest.FixtureRequest) -> Handle:
         """The SGLang server under test (attached with --sglang-url, else launched)."""
         return _pool(request).primary()
 
@@ -51,7 +52,7 @@ def client_fixture(server_fixture_name: str = "sglang_server") -> Callable[..., 
 
     def sglang_client(request: pytest.FixtureRequest) -> Iterator[httpx.Client]:
         """An httpx.Client with the server's base URL and API key; closed after the test."""
-        server: SGLangServer = request.getfixturevalue(server_fixture_name)
+        server: Handle = request.getfixturevalue(server_fixture_name)
         with server.client() as client:
             yield client
 
@@ -86,26 +87,29 @@ sglang_server_factory = factory_fixture()
 
 
 @pytest.fixture(scope="session")
-def sglang_server_info(sglang_server: SGLangServer) -> dict[str, Any]:
+def sglang_server_info(sglang_server: Handle) -> dict[str, Any]:
     """The server's validated ``/server_info`` with secrets scrubbed (a JSON object)."""
     return sglang_server.info()
 
 
 @pytest.fixture(scope="session")
-def sglang_fleet(sglang_server: SGLangServer) -> SGLangFleet:
+def sglang_fleet(sglang_server: Handle) -> SGLangFleet:
     """The fleet behind the gateway under test: the gateway plus one handle per worker.
 
     Attach to a gateway (smg, sglang-router) with --sglang-url, or launch one with --sglang-workers N.
     """
-    if sglang_server.fleet is None:
+    from pytest_sglang.gates.shares import fleet_of  # lazily: the plugin loads without the engine
+
+    fleet = fleet_of(sglang_server)
+    if fleet is None:
         pytest.fail(f"sglang_fleet: {sglang_server.server_url} is a single SGLang server, not a gateway. Fix: "
                     "attach to SGLang's gateway (smg or sglang-router) with --sglang-url, or launch a fleet "
                     "with --sglang-workers N", pytrace=False)
-    return sglang_server.fleet
+    return fleet
 
 
 @pytest.fixture
-def sglang_load(request: pytest.FixtureRequest, sglang_server: SGLangServer) -> LoadRunner:
+def sglang_load(request: pytest.FixtureRequest, sglang_server: Handle) -> LoadRunner:
     """``sglang_load(concurrency=..., input_len=..., output_len=..., requests=...) -> LoadResult``."""
     from pytest_sglang.plugin.load_runner import load_runner
 

@@ -21,10 +21,10 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.plugin.keys import SETTINGS_KEY
 
 if TYPE_CHECKING:
+    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.plugin.load_runner import LoadRunner
     from pytest_sglang.plugin.results import GateResults
     from pytest_sglang.plugin.settings import Settings
-    from pytest_sglang.server import SGLangServer
 
 __all__ = ["NAME", "GoldenFile", "GoldenItem", "add_golden_item"]
 
@@ -34,7 +34,7 @@ _DOC_KEY = pytest.StashKey["dict[str, Any] | ConfigError"]()
 _LIMITS = ("--sglang-golden-min-match", "--sglang-golden-max-logprob-delta")
 
 
-def golden_outputs(request: pytest.FixtureRequest, sglang_server: SGLangServer, sglang_load: LoadRunner,
+def golden_outputs(request: pytest.FixtureRequest, sglang_server: Handle, sglang_load: LoadRunner,
                    sglang_gate: GateResults) -> None:
     """The server under test answers like the recording given with --sglang-golden."""
     from pytest_sglang.gates.golden import DEFAULT_TIMEOUT_S, evaluate_golden

@@ -20,6 +20,23 @@ def header_lines(config: pytest.Config, settings: Settings) -> list[str]:
 
 
 def _mode_lines(settings: Settings) -> list[str]:
+    return [*_server_lines(settings), *_ray_lines(settings)]
+
+
+def _ray_lines(settings: Settings) -> list[str]:
+    """Where Ray places what (the address with its credentials masked)."""
+    if settings.sglang_ray is None:
+        return []
+    from pytest_sglang.server.url import mask_userinfo
+
+    placed = (f"launched servers placed on Ray (strategy {settings.sglang_ray_strategy}; the gateway runs here)"
+              if settings.mode == "launch" else "nothing launched")
+    shards = (f"each load over {settings.sglang_load_nodes} nodes" if settings.sglang_load_nodes > 1
+              else "loads over 1 node unless a marker asks for more (load_nodes=N)")
+    return [f"sglang: ray={mask_userinfo(settings.sglang_ray)}: {placed}; {shards}"]
+
+
+def _server_lines(settings: Settings) -> list[str]:
     if settings.mode == "attach" and settings.sglang_url is not None:
         # str() of the parsed URL masks its credentials; the note says which credentials are sent.
         note = settings.sglang_url.auth_note(api_key_given=settings.sglang_api_key is not None)

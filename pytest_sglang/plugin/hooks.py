@@ -84,13 +84,14 @@ def _register_secrets(resolved: settings.Settings) -> None:
     if not (resolved.secrets() or resolved.env_dict or resolved.launch_args):
         return  # nothing to mask: a run that does not use SGLang does not import the scrubber
     from pytest_sglang import redaction
+    from pytest_sglang.sglang import masks  # builds SGLang's flag reader (~40 ms): only runs that need it
 
     for secret in resolved.secrets():  # every option row marked secret
         redaction.register(secret)
     redaction.register_env(resolved.env_dict)
     if resolved.launch_args:  # reading them builds SGLang's flag table: only runs that launch pay for it
         # The command's own flags too: SGLang reads a key given only in --sglang-command the same way.
-        redaction.register_launch_args([*(resolved.sglang_command or ()), *resolved.launch_args])
+        masks.register_launch_args([*(resolved.sglang_command or ()), *resolved.launch_args])
 
 
 @pytest.hookimpl(trylast=True)  # after the terminal reporter exists: --sglang-kill and reaping print

@@ -11,13 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_sglang.errors import ConfigError
+from pytest_sglang.errors import ConfigError, LaunchConfigError
 
 if TYPE_CHECKING:
     from pytest_sglang.plugin.settings import Settings
-    from pytest_sglang.server.config import DockerOptions, LaunchConfig, LaunchConfigError
+    from pytest_sglang.server.config import DockerOptions, LaunchConfig
+    from pytest_sglang.server.ray.options import RayOptions
 
-__all__ = ["OPTION_FOR_FIELD", "check_gateway", "check_launch", "launch_config", "refuse_quoted_flags"]
+__all__ = ["OPTION_FOR_FIELD", "check_gateway", "check_launch", "for_option", "launch_config", "ray_options",
+           "refuse_quoted_flags"]
 
 #: ``Owner.field`` of the engine -> the option that sets it.
 OPTION_FOR_FIELD = {
@@ -40,6 +42,14 @@ OPTION_FOR_FIELD = {
     "DockerOptions.memory": "--sglang-docker-memory",
     "DockerOptions.pull": "--sglang-pull",
     "DockerOptions.network": "--sglang-docker-network",
+    "LaunchConfig.ray": "--sglang-ray",
+    "RayOptions.ray_address": "--sglang-ray",
+    "RayOptions.ray_strategy": "--sglang-ray-strategy",
+    "FleetSpec.workers": "--sglang-workers",
+    "FleetSpec.prefill": "--sglang-prefill",
+    "FleetSpec.decode": "--sglang-decode",
+    "FleetSpec.min_workers": "--sglang-min-workers",
+    "FleetSpec.direct": "--sglang-fleet-direct",
 }
 
 
@@ -84,7 +94,7 @@ def launch_config(settings: Settings, log_dir: Path) -> LaunchConfig:
 
     Raises :class:`ConfigError` naming the option (not the engine's field) for a value the engine refuses.
     """
-    from pytest_sglang.server.config import LaunchConfig, LaunchConfigError
+    from pytest_sglang.server.config import LaunchConfig
 
     try:
         return LaunchConfig(
@@ -100,14 +110,32 @@ def launch_config(settings: Settings, log_dir: Path) -> LaunchConfig:
             host_memory_reserve_gb=settings.sglang_host_memory_reserve_gb,
             log_dir=log_dir,
             docker=_docker_options(settings),
+            ray=ray_options(settings),
         )
     except LaunchConfigError as exc:
-        raise _for_option(exc) from None
+        raise for_option(exc) from None
 
 
-def _for_option(exc: LaunchConfigError) -> ConfigError:
+def for_option(exc: LaunchConfigError) -> ConfigError:
+    """``exc`` re-worded for the option that set its field (unchanged when no option sets it)."""
     option = OPTION_FOR_FIELD.get(f"{exc.owner}.{exc.field}")
     return exc if option is None else exc.for_option(option)
+
+
+def ray_options(settings: Settings, address: str | None = None) -> RayOptions | None:
+    """``--sglang-ray`` and its strategy as the engine's :class:`RayOptions` (None: launch here).
+
+    ``address`` replaces the option's (an xdist worker joins the controller's cluster by its GCS address).
+    """
+    address = address or settings.sglang_ray
+    if address is None:
+        return None
+    from pytest_sglang.server.ray.options import RayOptions
+
+    try:
+        return RayOptions(ray_address=address, ray_strategy=settings.sglang_ray_strategy)
+    except LaunchConfigError as exc:
+        raise for_option(exc) from None
 
 
 def _docker_options(settings: Settings) -> DockerOptions | None:

@@ -6,17 +6,17 @@ import contextlib
 import dataclasses
 import difflib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_sglang import redaction
 from pytest_sglang.plugin.results import results_of
+from pytest_sglang.sglang import masks
 
 if TYPE_CHECKING:
+    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.loadgen import LoadResult, LoadSpec
-    from pytest_sglang.server import SGLangServer
 
 __all__ = ["LoadRunner", "load_runner", "run_lock"]
 
@@ -40,9 +40,14 @@ class LoadRunner:
     public for gates and tests that drive their own traffic (e.g. the hicache workload).
     """
 
-    def __init__(self, server: SGLangServer, lock_path: str, item: pytest.Item, *, records: bool = False,
-                 request_timeout_s: float | None = None, load_timeout_s: float | None = None) -> None:
-        """Bind the runner to a server, the run's lock file and the calling test item."""
+    def __init__(self, server: Handle, lock_path: str, item: pytest.Item, *, records: bool = False,
+                 request_timeout_s: float | None = None, load_timeout_s: float | None = None,
+                 nodes: int = 1, join_ray: Callable[[int], None] | None = None) -> None:
+        """Bind the runner to a server, the run's lock file and the calling test item.
+
+        ``nodes`` (``--sglang-load-nodes``) is given to every load that asks for one node; ``join_ray(n)``
+        connects this process to the run's Ray cluster before a load over ``n`` nodes (None: no cluster).
+        """
         self.server = server
         self.lock_path = lock_path
         self.item = item
@@ -50,12 +55,14 @@ class LoadRunner:
         #: Defaults for specs that leave them unset (--sglang-request-timeout / --sglang-load-timeout).
         self.request_timeout_s = request_timeout_s
         self.load_timeout_s = load_timeout_s
+        self.nodes = nodes
+        self.join_ray = join_ray
 
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """Hold the run-wide load lock (no other load of this run, on any xdist worker, overlaps)."""
         return run_lock(self.lock_path)
 
-    def __call__(self, spec: LoadSpec | None = None, *, server: SGLangServer | None = None,
+    def __call__(self, spec: LoadSpec | None = None, *, server: Handle | None = None,
                  **fields: object) -> LoadResult:
         """Run ``spec`` (or ``LoadSpec(**fields)``) against ``server`` (default: the run's server).
 
@@ -76,14 +83,26 @@ class LoadRunner:
         target = server if server is not None else self.server
         self._require_consent(target, spec)
         spec = spec.with_timeouts(self.request_timeout_s, self.load_timeout_s)
+        if spec.nodes == 1 and self.nodes > 1:
+            spec = spec.replace(nodes=self.nodes)
+        if spec.nodes > 1:
+            self._join_ray(spec.nodes)
         with self.lock():
             result = run_load(target.url, spec, api_key=target.api_key)
         results_of(self.item).loads.append(result)
-        payload = redaction.scrub_payload(result.to_dict(records=self.records))
+        payload = masks.scrub_payload(result.to_dict(records=self.records))
         self.item.user_properties.append(("sglang_load", json.dumps(payload)))
         return result
 
-    def _require_consent(self, target: SGLangServer, spec: LoadSpec) -> None:
+    def _join_ray(self, nodes: int) -> None:
+        if self.join_ray is None:
+            from pytest_sglang.errors import ConfigError
+
+            raise ConfigError("LoadSpec.nodes", nodes, "spreads the load over Ray nodes, and this run has no Ray "
+                              "cluster", "add --sglang-ray auto (or --sglang-ray HOST:PORT), or use nodes=1")
+        self.join_ray(nodes)
+
+    def _require_consent(self, target: Handle, spec: LoadSpec) -> None:
         """An attached server's owner consents to a flush or a heavy load (else skip, or fail if strict)."""
         __tracebackhide__ = True
         from pytest_sglang.plugin.consent import heavy_load, require
@@ -108,7 +127,7 @@ def _spec(fields: Mapping[str, object]) -> LoadSpec:
     return LoadSpec(**fields)  # type: ignore[arg-type]
 
 
-def load_runner(request: pytest.FixtureRequest, server: SGLangServer) -> LoadRunner:
+def load_runner(request: pytest.FixtureRequest, server: Handle) -> LoadRunner:
     """The test's :class:`LoadRunner` (marker gates and the ``sglang_load`` fixture record alike)."""
     from pytest_sglang.plugin.keys import POOL_KEY
     from pytest_sglang.plugin.report_session import wants_requests
@@ -116,4 +135,5 @@ def load_runner(request: pytest.FixtureRequest, server: SGLangServer) -> LoadRun
     pool = request.config.stash[POOL_KEY]
     settings = pool.settings
     return LoadRunner(server, pool.lock_path, request.node, records=wants_requests(settings),
-                      request_timeout_s=settings.sglang_request_timeout, load_timeout_s=settings.sglang_load_timeout)
+                      request_timeout_s=settings.sglang_request_timeout, load_timeout_s=settings.sglang_load_timeout,
+                      nodes=settings.sglang_load_nodes, join_ray=pool.join_ray if pool.ray_address else None)

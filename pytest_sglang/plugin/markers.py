@@ -25,10 +25,10 @@ from pytest_sglang.gates.registry import DOCS_URL, GATES, GATES_BY_MARKER, GateC
 from pytest_sglang.plugin.keys import RESULTS_KEY
 
 if TYPE_CHECKING:
+    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.gates.base import GateOutcome
     from pytest_sglang.plugin.results import GateResults
     from pytest_sglang.plugin.settings import Settings
-    from pytest_sglang.server import SGLangServer
     from pytest_sglang.sglang.args import LaunchArgs
 
 # Registration runs in every pytest run; what measuring and judging need (redaction, the results,
@@ -194,7 +194,7 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
         record(request.node, outcome)
 
 
-def _unmet_on_attached(server: SGLangServer, mark: pytest.Mark) -> GateOutcome | None:
+def _unmet_on_attached(server: Handle, mark: pytest.Mark) -> GateOutcome | None:
     """An attached server's ``/server_info`` against the marker's needs: a failed outcome, or None when met."""
     if server.mode != "attach":  # a launch was checked at collection, from its args
         return None
@@ -219,7 +219,7 @@ def _measure_only(request: pytest.FixtureRequest, mark: pytest.Mark, ctx: GateCo
     return outcome
 
 
-def _require_consent(request: pytest.FixtureRequest, server: SGLangServer, marks: list[pytest.Mark],
+def _require_consent(request: pytest.FixtureRequest, server: Handle, marks: list[pytest.Mark],
                      heavy_limit: int) -> None:
     from pytest_sglang.plugin import consent
 
@@ -247,9 +247,9 @@ def assert_gates(item: pytest.Item) -> None:
 
 def _baseline_outcomes(item: pytest.Item, results: GateResults) -> list[GateOutcome]:
     """Regression checks against ``--sglang-baseline`` (the report session's, on every xdist worker too)."""
-    from pytest_sglang import redaction
     from pytest_sglang.plugin.report_session import baseline_outcome
+    from pytest_sglang.sglang import masks
 
-    loads = [redaction.scrub_payload(r.to_dict()) for r in results.loads]
+    loads = [masks.scrub_payload(r.to_dict()) for r in results.loads]
     outcome = baseline_outcome(item.config, item.nodeid, loads, list(results.outcomes))
     return [] if outcome is None else [outcome]

@@ -31,6 +31,8 @@ from pytest_sglang.plugin.values import (
     parse_nonnegative_float,
     parse_positive_float,
     parse_positive_int,
+    parse_ray_address,
+    parse_ray_strategy,
     parse_regression_limits,
     parse_shm_size,
     parse_text,
@@ -177,6 +179,16 @@ OPTIONS: tuple[Option, ...] = (
            parse=parse_choice(*defaults.PULL_POLICIES), default=defaults.DEFAULT_PULL, metavar="POLICY",
            scope="docker"),
     Option("sglang_docker_network", "docker network for the container", metavar="NAME", scope="docker"),
+    # Ray: launched servers and sharded loads on a Ray cluster (the ray extra)
+    Option("sglang_ray", "place every launched server process (a fleet's workers and PD roles too) on a Ray "
+           "cluster: auto (RAY_ADDRESS, else a local Ray for this run), the head's host:port, or ray://host:10001",
+           parse=parse_ray_address, metavar="ADDRESS", show=hide_url_credentials,
+           default_text="launch on this machine"),
+    Option("sglang_ray_strategy", "Ray placement strategy for the servers: PACK, SPREAD, STRICT_PACK or "
+           "STRICT_SPREAD", parse=parse_ray_strategy, default=defaults.DEFAULT_RAY_STRATEGY, metavar="STRATEGY",
+           scope="launch"),
+    Option("sglang_load_nodes", "spread each load over N Ray nodes (needs --sglang-ray; a marker's load_nodes wins)",
+           parse=parse_positive_int, default=1, metavar="N", number=True),
     # fleets: SGLang workers behind SGLang's gateway (smg, sglang-router)
     Option("sglang_workers", "launch N identical SGLang workers and SGLang's gateway in front of them",
            parse=parse_positive_int, metavar="N", number=True, scope="launch", default_text="1, no gateway"),

@@ -24,15 +24,17 @@ from typing import TYPE_CHECKING, NoReturn, Protocol
 import pytest
 
 from pytest_sglang import redaction
-from pytest_sglang.errors import ServerStartError, SGLangError
+from pytest_sglang.errors import ConfigError, LaunchConfigError, ServerStartError, SGLangError
 from pytest_sglang.plugin.keys import POOL_KEY
-from pytest_sglang.plugin.launch_config import launch_config
+from pytest_sglang.plugin.launch_config import for_option, launch_config, ray_options
 from pytest_sglang.plugin.settings import Settings
 from pytest_sglang.plugin.xdist import WorkerInput
 
 if TYPE_CHECKING:
+    from pytest_sglang.fleet.handle import Handle, SGLangFleet
     from pytest_sglang.plugin.report_session import ReportSession
-    from pytest_sglang.server import LaunchConfig, SGLangServer
+    from pytest_sglang.server import LaunchConfig
+    from pytest_sglang.server.handle import SGLangServer
     from pytest_sglang.server.progress import TerminalProgress
     from pytest_sglang.server.url import ServerURL
 
@@ -105,10 +107,10 @@ class ServerPool:
         #: Told about the primary server's start (identity, or the failure); None until registered.
         self.report_session: ReportSession | None = None
         self._servers: dict[LaunchConfig, SGLangServer] = {}
-        self._fleets: list[SGLangServer] = []  # launched gateways (each stops its workers)
+        self._fleets: list[SGLangFleet] = []  # launched fleets (each stops its gateway, then its workers)
         self._failures: dict[object, StartFailure] = {}
         self._factory_errors: dict[LaunchConfig, SGLangError] = {}
-        self._primary: SGLangServer | None = None
+        self._primary: Handle | None = None
         self._tmp_factory: pytest.TempPathFactory | None = None
         self._lock_path: str | None = None
 
@@ -143,7 +145,7 @@ class ServerPool:
         return self.worker_input is None and self.config.getoption("dist", "no") != "no" and bool(
             self.config.getoption("numprocesses", 0))
 
-    def primary(self) -> SGLangServer:
+    def primary(self) -> Handle:
         """The server behind ``sglang_server``; raises :class:`ServerStartFailed` with the diagnosis."""
         if self._primary is not None:
             return self._primary
@@ -171,7 +173,7 @@ class ServerPool:
         self._announce(self._primary)
         return True
 
-    def _start_primary(self) -> SGLangServer:
+    def _start_primary(self) -> Handle:
         handed = self.worker_input or {}
         if handed.get("sglang_url"):
             key = handed.get("sglang_api_key")
@@ -188,15 +190,16 @@ class ServerPool:
             return self.launch_fleet(config)
         return self.launch(config)
 
-    def _attach(self, url: str | ServerURL, api_key: str | None) -> SGLangServer:
-        from pytest_sglang.server import attach
+    def _attach(self, url: str | ServerURL, api_key: str | None) -> Handle:
+        from pytest_sglang.fleet import SGLangFleet
+        from pytest_sglang.fleet.connect import connect
 
         # One deadline: --sglang-startup-timeout bounds the attach too (at most ATTACH_TIMEOUT_S).
-        server = attach(url, api_key=api_key, validate=self.settings.sglang_validate,
-                        timeout_s=self.settings.sglang_startup_timeout, min_workers=self.settings.sglang_min_workers,
-                        fleet_direct=self.settings.sglang_fleet_direct)
-        if server.fleet is not None and self.worker_input is None:
-            self._say(f"sglang: mode=attach {server.fleet.describe()} url={server.server_url}")
+        server = connect(url, api_key=api_key, validate=self.settings.sglang_validate,
+                         timeout_s=self.settings.sglang_startup_timeout, min_workers=self.settings.sglang_min_workers,
+                         fleet_direct=self.settings.sglang_fleet_direct)
+        if isinstance(server, SGLangFleet) and self.worker_input is None:
+            self._say(f"sglang: mode=attach {server.summary()} url={server.server_url}")
         return server
 
     def _say(self, line: str) -> None:
@@ -204,7 +207,7 @@ class ServerPool:
         if write is not None:
             write(line)
 
-    def _announce(self, server: SGLangServer) -> None:
+    def _announce(self, server: Handle) -> None:
         if self.report_session is None:
             return
         # A worker attaches to the controller's launch: report the controller's runner, not "attach".
@@ -227,27 +230,28 @@ class ServerPool:
         self._servers[config] = server
         return server
 
-    def launch_fleet(self, config: LaunchConfig) -> SGLangServer:
+    def launch_fleet(self, config: LaunchConfig) -> SGLangFleet:
         """Launch ``config`` as a fleet: workers (or prefill and decode workers) behind SGLang's gateway."""
         from pytest_sglang.fleet import FleetProgress, FleetSpec, launch_fleet
 
         settings = self.settings
-        spec = FleetSpec(workers=settings.sglang_workers or 0, gateway_args=settings.sglang_gateway or (),
-                         gateway_command=settings.sglang_gateway_command, min_workers=settings.sglang_min_workers,
-                         direct=settings.sglang_fleet_direct, gpus=settings.sglang_gpus,
-                         prefill=settings.sglang_prefill or 0, decode=settings.sglang_decode or 0,
-                         prefill_args=settings.sglang_prefill_launch or (),
-                         decode_args=settings.sglang_decode_launch or ())
+        try:
+            spec = FleetSpec(workers=settings.sglang_workers or 0, gateway_args=settings.sglang_gateway or (),
+                             gateway_command=settings.sglang_gateway_command, min_workers=settings.sglang_min_workers,
+                             direct=settings.sglang_fleet_direct, gpus=settings.sglang_gpus,
+                             prefill=settings.sglang_prefill or 0, decode=settings.sglang_decode or 0,
+                             prefill_args=settings.sglang_prefill_launch or (),
+                             decode_args=settings.sglang_decode_launch or ())
+        except LaunchConfigError as exc:
+            raise for_option(exc) from None
         write = terminal_write(self.config)
         with _terminal_visible(self.config):
             progress = FleetProgress(write, spec.total, tty=writes_to_tty(self.config)) if write is not None else None
-            server = launch_fleet(config, spec, progress)
-            assert server.fleet is not None
-            self._say(f"sglang: fleet serving at {server.url}: {server.fleet.describe()}, "
-                      f"gateway log {server.log_path}")
+            fleet = launch_fleet(config, spec, progress)
+            self._say(f"sglang: fleet serving at {fleet.url}: {fleet.summary()}, gateway log {fleet.log_path}")
         # Not under its launch config: sglang_server_factory(<the same args>) is a single server, not the fleet.
-        self._fleets.append(server)
-        return server
+        self._fleets.append(fleet)
+        return fleet
 
     def factory_launch(self, args: tuple[str, ...], overrides: Mapping[str, object]) -> SGLangServer:
         __tracebackhide__ = True
@@ -279,12 +283,39 @@ class ServerPool:
         # Drop the engine's frames: the message is the diagnosis, the test's own line is the context.
         raise error.with_traceback(None)
 
+    # ---- Ray (--sglang-ray) -----------------------------------------------------------------------
+    @property
+    def ray_address(self) -> str | None:
+        """The run's Ray cluster: an xdist worker's is the controller's (its GCS address), else --sglang-ray."""
+        handed = self.worker_input.get("sglang_ray_address") if self.worker_input is not None else None
+        return str(handed) if handed else self.settings.sglang_ray
+
+    def join_ray(self, nodes: int) -> None:
+        """Connect this process to the run's Ray cluster (once) before a load over ``nodes`` nodes."""
+        options = ray_options(self.settings, self.ray_address)
+        if options is None:
+            raise ConfigError("LoadSpec.nodes", nodes, "spreads the load over Ray nodes, and this run has no Ray "
+                              "cluster", "add --sglang-ray auto (or --sglang-ray HOST:PORT), or use nodes=1")
+        from pytest_sglang.server.ray import shared  # lazy: ray is an optional extra, imported only when used
+
+        shared.cluster(options)
+
+    def _ray_gcs_address(self) -> str | None:
+        """The cluster the controller joined (a local Ray it started has no other name), for its workers."""
+        if self.settings.sglang_ray is None:
+            return None
+        from pytest_sglang.server.ray import shared
+
+        return shared.gcs_address()
+
     # ---- hooks -------------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         # Runs before xdist's DSession starts the workers, so their workerinput can carry the URL.
         if self.distributed and self.settings.mode is not None:
             self._resolve_primary()
+        if self.distributed and self.settings.sglang_ray is not None:
+            self.join_ray(self.settings.sglang_load_nodes)  # one cluster for the run: workers join it by address
 
     def worker_input_for_nodes(self) -> dict[str, str | None]:
         failure = self._failures.get("primary")
@@ -295,11 +326,13 @@ class ServerPool:
             "sglang_start_error": failure.text if failure is not None else None,
             "sglang_runner": self._primary.mode if self._primary is not None else None,
             "sglang_lock_path": self.lock_path,
+            "sglang_ray_address": self._ray_gcs_address(),
         }
 
     def close(self) -> None:
         """Stop every launched server (attached ones are never stopped or signalled)."""
-        servers, self._servers = [*self._fleets, *self._servers.values()], {}
+        servers: list[Handle] = [*self._fleets, *self._servers.values()]
+        self._servers = {}
         self._fleets = []
         self._primary = None
         for server in servers:
@@ -309,6 +342,10 @@ class ServerPool:
                 _write_line(self.config, f"sglang: stopping {server.url} failed: {_describe(exc)}")
         if self.worker_input is None and self._lock_path is not None:
             Path(self._lock_path).unlink(missing_ok=True)
+        if self.settings.sglang_ray is not None or self.ray_address is not None:
+            from pytest_sglang.server.ray import shared
+
+            shared.close()  # after the servers: releases their placement groups, stops a local Ray we started
 
     def reap_dead_runs(self) -> None:
         """Stop servers left behind by earlier pytest runs that died (e.g. SIGKILLed)."""

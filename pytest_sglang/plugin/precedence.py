@@ -31,6 +31,11 @@ def level(source: str | None) -> int:
     return 0 if source is None else _LEVELS.get(source.split(" ", 1)[0], 0)
 
 
+def written(option: Option, source: str) -> str:
+    """The option as the user wrote it in ``source`` (``--sglang-x``, ``env PYTEST_SGLANG_X``, ``ini option x``)."""
+    return {"cli": option.cli, "ini": f"ini option {option.name}"}.get(source, source)
+
+
 def label(option: Option, source: str | None) -> str:
     """``--sglang-runner (cli)``, ``--sglang-url (env PYTEST_SGLANG_URL)``."""
     return f"{option.cli} ({source or 'default'})"
@@ -39,8 +44,30 @@ def label(option: Option, source: str | None) -> str:
 def settle(values: dict[str, Any], sources: Mapping[str, str], options: Mapping[str, Option]) -> tuple[str, ...]:
     """Apply the precedence to contradicting settings in ``values`` (in place); return header notes."""
     notes = [*_settle_runner(values, sources, options), *_settle_url(values, sources, options)]
+    notes += _ray_needs(values, sources, options)
     notes += _not_acting(values, sources, options, mentioned=" ".join(notes))
     return tuple(notes)
+
+
+def _ray_needs(values: Mapping[str, Any], sources: Mapping[str, str], options: Mapping[str, Option]) -> list[str]:
+    """What the Ray settings need from the others: refused before anything starts, or a header note."""
+    ray, nodes = options["sglang_ray"], options["sglang_load_nodes"]
+    if values["sglang_load_nodes"] > 1 and values["sglang_ray"] is None:
+        raise ConfigError(written(nodes, sources.get("sglang_load_nodes", "cli")), values["sglang_load_nodes"],
+                          "spreads each load over Ray nodes, and no Ray cluster is given",
+                          f"add {ray.cli} auto (RAY_ADDRESS, else a local Ray) or {ray.cli} HOST:PORT, or drop "
+                          f"{nodes.cli}")
+    if values["sglang_ray"] is None:
+        return []
+    source = sources.get("sglang_ray")
+    if values["sglang_url"] is None and values["sglang_runner"] == "docker":
+        raise ConfigError(written(ray, source or "cli"), ray.shown(values["sglang_ray"]),
+                          "places server processes on Ray nodes, and the docker runner starts containers here",
+                          f"use {ray.cli} with --sglang-runner process or --sglang-simulate, or drop {ray.cli}")
+    if values["sglang_url"] is not None and values["sglang_load_nodes"] == 1:
+        return [f"{label(ray, source)}: attaching to --sglang-url, so Ray only runs load shards "
+                "(--sglang-load-nodes N or a marker's load_nodes)"]
+    return []
 
 
 def _conflict(first: Option, first_source: str, first_value: str, second: Option, second_source: str,

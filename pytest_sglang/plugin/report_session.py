@@ -27,9 +27,10 @@ from pytest_sglang.plugin.xdist import is_worker
 from pytest_sglang.report.records import START_NODEID, RecordCollector, TestRecord
 
 if TYPE_CHECKING:
+    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.report.baseline import BaselineContext
     from pytest_sglang.report.identity import ServerIdentity
-    from pytest_sglang.server import LaunchConfig, SGLangServer
+    from pytest_sglang.server import LaunchConfig
 
 SESSION_KEY = pytest.StashKey["ReportSession"]()
 
@@ -44,7 +45,7 @@ class ReportSession:
         self.identity: ServerIdentity | None = None
         #: The fleet behind the gateway (report data), None for a single server.
         self.fleet: dict[str, Any] | None = None
-        self._server: SGLangServer | None = None
+        self._server: Handle | None = None
         self.notes: list[str] = []
         self.written: list[tuple[str, Path]] = []
         self.report: dict[str, Any] | None = None
@@ -77,13 +78,14 @@ class ReportSession:
         """
         self._default_report = path
 
-    def server_started(self, server: SGLangServer, runner: str | None = None) -> ServerIdentity:
+    def server_started(self, server: Handle, runner: str | None = None) -> ServerIdentity:
         """Record the server's identity (``runner`` overrides an xdist worker's "attach" view)."""
+        from pytest_sglang.gates.shares import fleet_of
         from pytest_sglang.report.identity import identify
 
         self.identity = identify(server, runner)
         self._start_record = _start_record(self.identity, server.config)
-        if server.fleet is not None and not self.is_worker:  # the controller reports; workers only attach
+        if fleet_of(server) is not None and not self.is_worker:  # the controller reports; workers only attach
             from pytest_sglang.report.fleet import identify_fleet
 
             self.fleet, self._server = identify_fleet(server), server

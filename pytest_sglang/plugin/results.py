@@ -92,8 +92,10 @@ def mask_properties(properties: Sequence[tuple[str, object]]) -> list[tuple[str,
 
 def record(item: pytest.Item, outcome: GateOutcome) -> None:
     """Keep ``outcome`` for the judgement after the body and in ``user_properties`` for the reports."""
+    from pytest_sglang.sglang import masks  # the flag tables load only when a gate records (plugin load stays cheap)
+
     results_of(item).outcomes.append(outcome)
-    item.user_properties.append(("sglang_outcome", json.dumps(redaction.scrub_payload(outcome.to_dict()))))
+    item.user_properties.append(("sglang_outcome", json.dumps(masks.scrub_payload(outcome.to_dict()))))
     for check in outcome.checks:
         measured = check.measured
         item.user_properties.append((f"sglang.{outcome.gate}.{check.metric}",

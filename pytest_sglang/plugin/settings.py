@@ -28,9 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_sglang.errors import ConfigError
+from pytest_sglang.errors import ConfigError, LaunchConfigError
 from pytest_sglang.plugin.options import OPTIONS, OPTIONS_BY_NAME, SIMULATE_DEFAULT_LAUNCH, Option
-from pytest_sglang.plugin.precedence import settle
+from pytest_sglang.plugin.precedence import settle, written
 from pytest_sglang.plugin.values import (  # re-exported: callers import the common parsers from here
     parse_args,
     parse_bool,
@@ -86,6 +86,9 @@ class Settings:
     sglang_docker_memory: str | None
     sglang_pull: str
     sglang_docker_network: str | None
+    sglang_ray: str | None
+    sglang_ray_strategy: str
+    sglang_load_nodes: int
     sglang_workers: int | None
     sglang_gateway: tuple[str, ...] | None
     sglang_gateway_command: tuple[str, ...] | None
@@ -179,14 +182,9 @@ def _display(option: Option, value: object) -> str:
     return repr(option.shown(value)) if isinstance(value, str) or option.secret else repr(value)
 
 
-def _where(option: Option, source: str) -> str:
-    """The option as the user wrote it in ``source``."""
-    return {"cli": option.cli, "ini": f"ini option {option.name}"}.get(source, source)
-
-
 def _convert(option: Option, raw: Any, source: str) -> Any:
     """Parse one raw value; errors name the option as the user wrote it in that source."""
-    where = _where(option, source)
+    where = written(option, source)
     if option.kind == "list":
         try:
             items = raw if isinstance(raw, (list, tuple)) else shlex.split(str(raw))
@@ -210,6 +208,8 @@ def _parse_one(option: Option, where: str, raw: Any) -> Any:
         raise _bad_value(option, where, raw, f"contains the control character {bad.group()!r}")
     try:
         return option.parse(str(raw))
+    except LaunchConfigError as exc:  # an engine field's check: its fix, for this option
+        raise _bad_value(option, where, raw, exc.problem, exc.for_option(option.cli).fix) from None
     except ConfigError as exc:  # an engine parser's own words: keep its problem and fix
         raise _bad_value(option, where, raw, exc.problem, exc.fix) from None
     except ValueError as exc:

@@ -203,3 +203,18 @@ def parse_volume(text: str) -> str:
     from pytest_sglang.server.docker.options import parse_volume_option
 
     return parse_volume_option(text)
+
+
+def parse_ray_address(text: str) -> str:
+    """``auto``, a GCS ``host:port`` or ``ray://host:port`` (syntax only; reached when first used)."""
+    from pytest_sglang.server.ray.options import parse_address
+
+    parse_address(text)
+    return text.strip()
+
+
+def parse_ray_strategy(text: str) -> str:
+    """One of Ray's placement-group strategies, any case (``spread`` -> ``SPREAD``)."""
+    from pytest_sglang.server.ray.options import check_strategy
+
+    return check_strategy(text)

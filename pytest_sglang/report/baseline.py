@@ -33,7 +33,8 @@ from typing import Any, TypedDict
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.files import read_capped
-from pytest_sglang.gates.base import Check, GateOutcome, compare, fmt
+from pytest_sglang.formatting import fmt
+from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.throughput import FLOORS
 from pytest_sglang.loadgen import LoadResult
 from pytest_sglang.loadgen.intervals import (

@@ -14,23 +14,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from pytest_sglang.gates.shares import worker_shares
+from pytest_sglang.gates.shares import fleet_of, worker_shares
 from pytest_sglang.redaction import clean_text, scrub
 from pytest_sglang.report.identity import int_or_none
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet import WorkerHandle
+    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.report.records import TestRecord
-    from pytest_sglang.server import SGLangServer
 
 __all__ = ["fleet_section", "identify_fleet", "refresh_health", "shares_of"]
 
 _MAX_PARALLEL = 8
 
 
-def identify_fleet(server: SGLangServer) -> dict[str, Any] | None:
-    """The fleet behind ``server`` (a gateway's handle) as report data, or None for a single server."""
-    fleet = server.fleet
+def identify_fleet(server: Handle) -> dict[str, Any] | None:
+    """The fleet ``server`` (a gateway with its workers) as report data, or None for a single server."""
+    fleet = fleet_of(server)
     if fleet is None:
         return None
     with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL, max(1, len(fleet.workers)))) as pool:
@@ -54,12 +54,13 @@ def _worker(worker: WorkerHandle) -> dict[str, Any]:
             "max_total_num_tokens": int_or_none(info.get("max_total_num_tokens")), "share": None, "share_source": None}
 
 
-def refresh_health(server: SGLangServer, fleet: dict[str, Any]) -> None:
+def refresh_health(server: Handle, fleet: dict[str, Any]) -> None:
     """Set each worker's ``healthy_at_end`` from the gateway's ``/workers`` now (left None when it fails)."""
-    if server.fleet is None:
+    fleet_handle = fleet_of(server)
+    if fleet_handle is None:
         return
     try:
-        found = server.fleet.discover()
+        found = fleet_handle.discover()
     except Exception:  # the gateway may be gone at the end of a run; the row keeps its start state
         return
     health = {scrub(w.url): w.is_healthy for w in found.workers}

@@ -20,10 +20,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_sglang.redaction import clean_text, scrub, scrub_argv, scrub_payload
+from pytest_sglang.redaction import clean_text, scrub
+from pytest_sglang.sglang.masks import scrub_argv, scrub_payload
 
 if TYPE_CHECKING:
-    from pytest_sglang.server import SGLangServer
+    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.server.config import LaunchConfig
     from pytest_sglang.server.phases import StartupReport
 
@@ -74,7 +75,7 @@ class ServerIdentity:
         return cls(**known, phases=phases)
 
 
-def identify(server: SGLangServer, runner: str | None = None) -> ServerIdentity:
+def identify(server: Handle, runner: str | None = None) -> ServerIdentity:
     """Identity of a server handle (never raises: a report must not fail because a fact is missing).
 
     ``runner`` overrides the handle's mode: an xdist worker attaches to the server its controller
@@ -105,7 +106,7 @@ def identify(server: SGLangServer, runner: str | None = None) -> ServerIdentity:
     return ident
 
 
-def _safe_info(server: SGLangServer) -> dict[str, Any]:
+def _safe_info(server: Handle) -> dict[str, Any]:
     try:
         info = server.info()
     except Exception:  # identity is best effort; the server tests report real errors

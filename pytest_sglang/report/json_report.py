@@ -13,12 +13,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_sglang.redaction import scrub, scrub_payload
+from pytest_sglang.redaction import scrub
 from pytest_sglang.report.baseline import BaselineSummary
 from pytest_sglang.report.fingerprint import fingerprint
 from pytest_sglang.report.fleet import fleet_section
 from pytest_sglang.report.identity import ServerIdentity
 from pytest_sglang.report.records import START_NODEID, TestRecord, strip_requests
+from pytest_sglang.sglang.masks import scrub_payload
+from pytest_sglang.version import SGLANG_VERSION, __version__
 
 #: 2: the ``fleet`` section (workers behind a gateway, request shares, failover timelines).
 SCHEMA_VERSION = 2
@@ -34,8 +36,6 @@ def build_report(tests: Sequence[TestRecord], identity: ServerIdentity | None, *
     ``interrupted``: the run was stopped (Ctrl-C, SIGTERM) before every test ran. ``fleet``: the
     fleet behind the gateway (:func:`~pytest_sglang.report.fleet.identify_fleet`), None for one server.
     """
-    from pytest_sglang import SGLANG_VERSION, __version__
-
     rows = [r.to_dict() for t in tests for r in t.rows()]
     # The server start has a row in the table but is not a test: counting it said "4 tests" for 3.
     start = next((t for t in tests if t.nodeid == START_NODEID), None)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_sglang.gates.base import fmt
+from pytest_sglang.formatting import fmt
 from pytest_sglang.report.records import START_NODEID
 
 

@@ -2,11 +2,13 @@
 
 Usable without pytest::
 
-    from pytest_sglang.server import LaunchConfig, start_server
+    from pytest_sglang.server import LaunchConfig, launch
 
     config = LaunchConfig(runner="simulator", args=("--model-path", "sim/tiny-llama"), startup_timeout_s=60)
-    with start_server(config) as server:
+    with launch(config) as server:
         print(server.url, server.info()["max_total_num_tokens"])
+
+``pytest_sglang.start_server`` (:mod:`pytest_sglang.fleet.connect`) also detects a gateway at a URL.
 
 Names are loaded on first use (PEP 562): the plugin imports light modules of this package (such as
 :mod:`.url` to parse ``--sglang-url`` at configure time) without paying for httpx and tenacity.
@@ -14,14 +16,14 @@ Names are loaded on first use (PEP 562): the plugin imports light modules of thi
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pytest_sglang import lazy
 
 _EXPORTS: dict[str, str] = {
     "ATTACH_TIMEOUT_S": "pytest_sglang.server.start",
     "attach": "pytest_sglang.server.start",
     "launch": "pytest_sglang.server.start",
-    "start_server": "pytest_sglang.server.start",
     "DockerOptions": "pytest_sglang.server.config",
     "LaunchConfig": "pytest_sglang.server.config",
     "ExitStatus": "pytest_sglang.server.base",
@@ -42,21 +44,10 @@ __all__ = [
     "attach",
     "launch",
     "parse_server_url",
-    "start_server",
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
@@ -64,5 +55,5 @@ if TYPE_CHECKING:
     from pytest_sglang.server.config import DockerOptions, LaunchConfig
     from pytest_sglang.server.handle import SGLangServer
     from pytest_sglang.server.phases import StartupReport
-    from pytest_sglang.server.start import ATTACH_TIMEOUT_S, attach, launch, start_server
+    from pytest_sglang.server.start import ATTACH_TIMEOUT_S, attach, launch
     from pytest_sglang.server.url import ServerURL, parse_server_url

@@ -1,4 +1,4 @@
-"""The shapes every runner shares: how a server ended, a started server, a runner.
+"""The shapes every runner shares: a started server, a runner (and how a server ended, from :mod:`pytest_sglang.exits`).
 
 Kept apart from the runners so that the process runner, the docker runner and the docker
 container handle all import these, and none of them imports another (no import cycle).
@@ -6,59 +6,21 @@ container handle all import these, and none of them imports another (no import c
 
 from __future__ import annotations
 
-import signal
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+from pytest_sglang.exits import ExitStatus, signal_name
 
 if TYPE_CHECKING:
     from pytest_sglang.server.config import LaunchConfig
     from pytest_sglang.sglang.args import LaunchArgs
     from pytest_sglang.sglang.hostmem import HostMemory
 
-__all__ = ["DEFAULT_GRACE_S", "ExitStatus", "Runner", "RunningProcess", "signal_name"]
+__all__ = ["DEFAULT_GRACE_S", "ExitStatus", "Runner", "RunningProcess", "nothing_reserved", "signal_name"]
 
 #: Seconds between SIGTERM and SIGKILL when a server is stopped.
 DEFAULT_GRACE_S = 10.0
-#: POSIX's number, not ``signal.SIGKILL``: that name does not exist on Windows, where this still imports.
-_SIGKILL = 9
-
-
-def signal_name(number: int) -> str:
-    """``SIGKILL`` for 9; ``signal N`` for numbers Python does not name."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-@dataclass(frozen=True)
-class ExitStatus:
-    """How a server process ended: an exit code, or the signal that killed it."""
-
-    code: int | None = None
-    signal: int | None = None
-
-    @classmethod
-    def from_returncode(cls, returncode: int) -> ExitStatus:
-        # Popen reports death by signal N as -N.
-        return cls(signal=-returncode) if returncode < 0 else cls(code=returncode)
-
-    def describe(self) -> str:
-        if self.signal is None:
-            return f"exited with code {self.code}"
-        name = signal_name(self.signal)
-        if self.signal == _SIGKILL:
-            return f"killed by {name}: most likely the out-of-memory killer (check `dmesg -T | grep -i oom`)"
-        return f"killed by {name}"
-
-    def killed_by(self) -> int | None:
-        """The signal that ended the server, if one did (containers override: exit code 128+N)."""
-        return self.signal
-
-    def fix(self) -> str | None:
-        """A remedy specific to this ending (e.g. a container's OOM kill), or None: the caller decides."""
-        return None
 
 
 class RunningProcess(Protocol):
@@ -80,6 +42,13 @@ class RunningProcess(Protocol):
     def kill(self, signum: int) -> None:
         """Send ``signum`` to the server and every process it started (failover drills); no cleanup."""
 
+    def listener_root_pid(self) -> int | None:
+        """The pid on this host whose process tree must hold the listening socket, or None.
+
+        None when no process here can (a remote Ray node, a container on a bridge network): the
+        identity proof then reads ``/server_info`` instead.
+        """
+
 
 class Runner(Protocol):
     """Starts servers of one kind (``process``, ``simulator``, ``docker``)."""
@@ -94,3 +63,14 @@ class Runner(Protocol):
 
     def device_pool_bytes_per_rank(self, config: LaunchConfig, args: LaunchArgs) -> int | None:
         """Bytes of one rank's device KV pool, if known before the start (what --hicache-ratio multiplies)."""
+
+    def place_together(self, configs: Sequence[LaunchConfig], deadline: float) -> Callable[[], None]:
+        """Reserve room for these servers (a fleet) as one placement before any of them starts.
+
+        Returns what gives back the room none of them used. A runner that starts on this machine
+        has nothing to reserve: it returns :func:`nothing_reserved`.
+        """
+
+
+def nothing_reserved() -> None:
+    """What :meth:`Runner.place_together` returns when nothing was reserved."""

@@ -24,6 +24,7 @@ import psutil
 from pytest_sglang import redaction
 from pytest_sglang.server.base import DEFAULT_GRACE_S, RunningProcess
 from pytest_sglang.server.runner import OWNER_ENV, kill_processes, marked_processes
+from pytest_sglang.sglang import masks
 
 #: The signals that stop our servers before this process dies (Windows has no SIGHUP).
 _STOP_SIGNALS = (signal.SIGTERM,) if sys.platform == "win32" else (signal.SIGTERM, signal.SIGHUP)
@@ -113,7 +114,7 @@ def find_leftovers() -> list[Leftover]:
         if not owner.isdigit() or _owner_alive(int(owner)):
             continue
         try:
-            cmdline = " ".join(redaction.scrub_argv(proc.cmdline()))
+            cmdline = " ".join(masks.scrub_argv(proc.cmdline()))
         except psutil.Error:
             continue
         found.append(Leftover(pid=proc.pid, owner_pid=int(owner), run_id=run_id, cmdline=cmdline[:200]))

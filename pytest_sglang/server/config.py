@@ -12,14 +12,16 @@ engine's words (``LaunchConfig.runner``); the plugin re-words them for its optio
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from pytest_sglang import defaults, redaction
-from pytest_sglang.errors import ConfigError
+from pytest_sglang.errors import ConfigError, LaunchConfigError
 from pytest_sglang.server.docker import options as docker_options
+from pytest_sglang.server.ray.options import RayOptions
 from pytest_sglang.sglang.args import LaunchArgs, command_flags, display_argv, display_launch, parse_launch_args
 from pytest_sglang.sockets import free_port
 
@@ -29,29 +31,6 @@ VALIDATE_MODES = defaults.VALIDATE_MODES
 DEFAULT_MODULES = {"process": "sglang.launch_server", "simulator": "pytest_sglang.simulator"}
 #: Hosts that mean "every interface": the server is then reached through the loopback address.
 _WILDCARD_HOSTS = ("0.0.0.0", "::", "[::]", "")
-
-
-class LaunchConfigError(ConfigError):
-    """A bad :class:`LaunchConfig` or :class:`DockerOptions` field, in the engine's words.
-
-    ``fix`` is a template: ``{name}`` is how the field is set, ``LaunchConfig(runner=...)`` here and
-    ``--sglang-runner`` once the plugin re-words it with :meth:`for_option`.
-    """
-
-    def __init__(self, owner: str, name: str, value: object, problem: str, fix: str) -> None:
-        """Keep the field and the fix template so that :meth:`for_option` can re-word it."""
-        self.owner = owner
-        self.field = name
-        self.fix_template = fix
-        super().__init__(f"{owner}.{name}", value, problem, fix.format(name=f"{owner}({name}=...)"))
-
-    def for_option(self, option: str) -> ConfigError:
-        """The same error for a plugin option (``--sglang-runner``) that set this field."""
-        return ConfigError(option, self.value, self.problem, self.fix_template.format(name=option))
-
-    def __reduce__(self) -> tuple[type[LaunchConfigError], tuple[str, str, object, str, str]]:
-        """Pickle by the constructor's arguments (errors cross xdist and process boundaries)."""
-        return type(self), (self.owner, self.field, self.value, self.problem, self.fix_template)
 
 
 def _literal(text: str) -> str:
@@ -124,6 +103,8 @@ class LaunchConfig:
     host_memory_reserve_gb: float = defaults.DEFAULT_HOST_MEMORY_RESERVE_GB
     log_dir: Path | None = None
     docker: DockerOptions | None = None
+    #: Place the server's processes on a Ray cluster instead of this machine (process and simulator runners).
+    ray: RayOptions | None = None
     #: The command's flags and the args, read once as SGLang reads them (set from the fields above).
     launch_args: LaunchArgs = field(init=False, repr=False, compare=False)
 
@@ -157,6 +138,15 @@ class LaunchConfig:
         if self.host_memory_reserve_gb < 0:
             raise LaunchConfigError(owner, "host_memory_reserve_gb", self.host_memory_reserve_gb, "must be >= 0",
                                     "give {name} the host memory to keep free in decimal GB, e.g. 10")
+        if self.ray is not None and self.runner == "docker":
+            raise LaunchConfigError(owner, "ray", self.ray.ray_address,
+                                    "the Ray placement starts server processes on Ray nodes, and the docker runner "
+                                    "starts containers here", "use {name} with the process or simulator runner "
+                                    "(a Ray node's own image or environment provides SGLang)")
+        if self.ray is not None and importlib.util.find_spec("ray") is None:
+            raise LaunchConfigError(owner, "ray", self.ray.ray_address, "places servers on Ray, and Ray is not "
+                                    "installed here", "pip install 'pytest-sglang[ray]' (Ray >= 2.55.1, as "
+                                    "sglang[ray] needs), or drop {name}")
         if self.command is not None and not self.command:
             raise LaunchConfigError(owner, "command", "", "the command is empty",
                                     "give {name} a command prefix, e.g. 'python -m sglang.launch_server'")

@@ -10,8 +10,8 @@ import signal
 
 from pytest_sglang import redaction
 from pytest_sglang.errors import ServerExited, ServerNotReady, ServerStartError, ServerUnavailable, SGLangError
+from pytest_sglang.exits import FatalLine
 from pytest_sglang.server.base import ExitStatus, RunningProcess
-from pytest_sglang.server.fatal import FatalLine
 from pytest_sglang.server.phases import StartupReport, log_tail
 from pytest_sglang.server.probe import Probe, Target, WaitState
 from pytest_sglang.server.progress import format_duration

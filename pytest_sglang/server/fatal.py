@@ -10,20 +10,11 @@ import re
 from dataclasses import dataclass
 
 from pytest_sglang import redaction
+from pytest_sglang.exits import FatalLine
 
 
 def shorten(line: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-@dataclass(frozen=True)
-class FatalLine:
-    line: str
-    explanation: str
-    priority: int
-
-    def message(self) -> str:
-        return f"Known fatal line: {self.line}\n  {self.explanation}"
 
 
 @dataclass(frozen=True)

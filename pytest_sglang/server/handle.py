@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
@@ -19,11 +19,9 @@ from pytest_sglang.server.phases import StartupReport, log_tail
 from pytest_sglang.server.probe import HEALTH_PROBE_TIMEOUT_S
 from pytest_sglang.server.readiness import check_info, excerpt
 from pytest_sglang.server.url import ServerURL
+from pytest_sglang.sglang import masks
 from pytest_sglang.sglang import metrics_text as promtext
 from pytest_sglang.sglang.args import LaunchArgs
-
-if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import SGLangFleet
 
 
 class SGLangServer:
@@ -49,9 +47,7 @@ class SGLangServer:
         self.api_key = api_key
         self.validate = validate
         self.info_endpoint = info_endpoint
-        self.initial_info = redaction.scrub_payload(initial_info) if initial_info is not None else None
-        #: Set when this is a gateway: its fleet (``info()`` then reads a worker; ``stop()`` stops the workers).
-        self.fleet: SGLangFleet | None = None
+        self.initial_info = masks.scrub_payload(initial_info) if initial_info is not None else None
         self._stop_lock = threading.Lock()
         self._stopped = False
 
@@ -79,13 +75,7 @@ class SGLangServer:
                            max_body_bytes=max_body_bytes)
 
     def info(self) -> dict[str, Any]:
-        """``/server_info`` now, validated per ``validate`` and with secrets redacted.
-
-        For a gateway, a worker's (the gateway has no ``/server_info`` of its own; the fleet gates read
-        every worker through :attr:`fleet`).
-        """
-        if self.fleet is not None:
-            return self.fleet.info()
+        """``/server_info`` now, validated per ``validate`` and with secrets redacted."""
         with self.client() as client:
             response = self._get(client, self.info_endpoint)
             if response.status_code == 404 and self.info_endpoint == "/server_info":
@@ -97,7 +87,7 @@ class SGLangServer:
                                     f"{response.status_code}{f': {body!r}' if body else ''}\nFix: check that the "
                                     "server is healthy (its /health) and the API key (--sglang-api-key) is right.")
         payload = check_info(response, self.info_endpoint, self.validate)
-        info: dict[str, Any] = redaction.scrub_payload(payload if payload is not None else {})
+        info: dict[str, Any] = masks.scrub_payload(payload if payload is not None else {})
         return info
 
     def health(self, timeout_s: float = HEALTH_PROBE_TIMEOUT_S) -> int:
@@ -141,24 +131,17 @@ class SGLangServer:
         return self.process.exit_status() if self.process is not None else None
 
     def stop(self, grace_s: float = DEFAULT_GRACE_S) -> ExitStatus | None:
-        """Stop a launched server and all its processes (idempotent); an attached server is left alone.
-
-        A launched gateway stops its fleet's workers too (after itself, so no request reaches a dying worker).
-        """
+        """Stop a launched server and all its processes (idempotent); an attached server is left alone."""
         with self._stop_lock:
-            try:
-                if self.process is None:
-                    return None
-                if not self._stopped:
-                    self._stopped = True
-                    try:
-                        self.process.stop(grace_s)
-                    finally:
-                        cleanup.untrack(self.process)
-                return self.process.exit_status()
-            finally:
-                if self.fleet is not None:
-                    self.fleet.stop_workers(grace_s)
+            if self.process is None:
+                return None
+            if not self._stopped:
+                self._stopped = True
+                try:
+                    self.process.stop(grace_s)
+                finally:
+                    cleanup.untrack(self.process)
+            return self.process.exit_status()
 
     def __enter__(self) -> SGLangServer:
         """Return the server; leaving the block stops it."""

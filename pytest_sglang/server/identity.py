@@ -40,8 +40,8 @@ import psutil
 from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.server.base import RunningProcess
-from pytest_sglang.server.docker.container import RunningContainer
 from pytest_sglang.server.probe import Expected, Target
+from pytest_sglang.sglang import masks
 from pytest_sglang.sockets import listener_pids
 
 _WILDCARD = ("0.0.0.0", "::", "")
@@ -122,12 +122,10 @@ def mismatch(target: Target, info: Mapping[str, object] | None) -> str | None:
 def _listener_root(process: RunningProcess | None) -> int | None:
     """The host pid whose process tree must hold the listening socket, when one is known.
 
-    A container has no signallable pid; with ``--network host`` its init's tree serves the host port
-    (identity via the container); on a bridge network the engine published the port itself.
+    Each runner says: a container's init with ``--network host``, a Ray server's pid only when its
+    node is this host.
     """
-    if isinstance(process, RunningContainer):
-        return process.listener_root_pid()
-    return process.pid if process is not None else None
+    return process.listener_root_pid() if process is not None else None
 
 
 def _socket_verdict(root_pid: int, expected: Expected) -> tuple[bool | None, str]:
@@ -209,7 +207,7 @@ def _info_mismatch(expected: Expected, info: Mapping[str, object] | None) -> str
 def _cmdline(proc: psutil.Process) -> str:
     try:
         # Another server's command line may hold its --api-key: masked like our own.
-        text = " ".join(redaction.clean_text(" ".join(redaction.scrub_argv(proc.cmdline()))).split()) or proc.name()
+        text = " ".join(redaction.clean_text(" ".join(masks.scrub_argv(proc.cmdline()))).split()) or proc.name()
     except psutil.Error:
         return "command unknown"
     return text if len(text) <= 120 else text[:117] + "..."

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_sglang import redaction
-from pytest_sglang.server.fatal import FatalLine, match_fatal, shorten
+from pytest_sglang.exits import FatalLine
+from pytest_sglang.server.fatal import match_fatal, shorten
 
 #: Startup phases in order (the label is what users see).
 PHASES = (

@@ -16,18 +16,21 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import psutil
 
 from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.server.base import DEFAULT_GRACE_S, ExitStatus, Runner, RunningProcess, signal_name
+from pytest_sglang.server.base import DEFAULT_GRACE_S, ExitStatus, Runner, RunningProcess, nothing_reserved, signal_name
 from pytest_sglang.server.config import LaunchConfig, effective_argv, server_url
 from pytest_sglang.server.progress import ProgressSink, line_sink
+from pytest_sglang.sglang import masks
 from pytest_sglang.sglang.args import LaunchArgs
 from pytest_sglang.sglang.hostmem import HostMemory, read_host_memory
+from pytest_sglang.simulator import plan as sim_plan
+from pytest_sglang.simulator import profiles
 
 # The shared shapes live in .base (no import cycle with the docker runner); named here too.
 __all__ = [
@@ -126,6 +129,9 @@ class PopenProcess:
         status = self.exit_status()
         return f"pid {self.pid}, {'running' if status is None else status.describe()}"
 
+    def listener_root_pid(self) -> int | None:
+        return self.pid
+
     def kill(self, signum: int) -> None:
         # The whole group: a real SGLang worker is an HTTP server plus scheduler/detokenizer processes.
         if self.popen.poll() is None:
@@ -193,7 +199,7 @@ class ProcessRunner:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
             log.write(f"# pytest-sglang {time.strftime('%Y-%m-%d %H:%M:%S')}: "
-                      f"{' '.join(redaction.scrub_argv(argv))}\n".encode())
+                      f"{' '.join(masks.scrub_argv(argv))}\n".encode())
             log.flush()
             popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                      env=child_env(config, launch_id), start_new_session=True, close_fds=True)
@@ -201,6 +207,10 @@ class ProcessRunner:
 
     def host_memory(self, config: LaunchConfig) -> HostMemory:
         return read_host_memory()
+
+    def place_together(self, configs: Sequence[LaunchConfig], deadline: float) -> Callable[[], None]:
+        """Nothing to reserve: servers start on this machine."""
+        return nothing_reserved
 
     def device_pool_bytes_per_rank(self, config: LaunchConfig, args: LaunchArgs) -> int | None:
         """Bytes of one rank's device KV pool, if known before the start (what --hicache-ratio multiplies).
@@ -213,22 +223,17 @@ class ProcessRunner:
 class SimulatorRunner(ProcessRunner):
     """``<python> -m pytest_sglang.simulator ARGS``: same lifecycle, simulated host for preflight.
 
-    The ``--sim-*`` flags are read by the simulator's own parser (:func:`planner.simulator_flags`).
+    The ``--sim-*`` flags are read by the simulator's own parser (:func:`simulator.plan.simulator_flags`).
     """
 
     name = "simulator"
 
     def host_memory(self, config: LaunchConfig) -> HostMemory:
-        from pytest_sglang.sglang import planner  # lazy: only simulator launches read --sim-* flags
-
-        return planner.simulated_host_memory(planner.simulator_flags(config.args, source=_SOURCE))
+        return sim_plan.simulated_host_memory(sim_plan.simulator_flags(config.args, source=_SOURCE))
 
     def device_pool_bytes_per_rank(self, config: LaunchConfig, args: LaunchArgs) -> int | None:
         """The simulator's device pool, computed as it will at startup (same profile arithmetic)."""
-        from pytest_sglang.sglang import planner
-        from pytest_sglang.simulator import profiles
-
-        flags = planner.simulator_flags(config.args, source=_SOURCE)
+        flags = sim_plan.simulator_flags(config.args, source=_SOURCE)
         profile = profiles.get_profile(flags.profile or "tiny")
         hw = profiles.hardware(profile, flags.gpu_memory_gb, flags.host_memory_gb)
         tokens = profiles.device_pool_tokens(
@@ -244,11 +249,20 @@ _SOURCE = "LaunchConfig.args"
 
 
 def get_runner(config: LaunchConfig, progress: ProgressSink | None = None) -> Runner:
-    """The runner named by ``config.runner``; ``progress`` also receives docker's image-pull lines."""
+    """The runner named by ``config.runner``, placed on Ray with ``config.ray``.
+
+    ``progress`` also receives docker's image-pull lines.
+    """
     if config.runner == "docker":
         from pytest_sglang.server.docker.runner import DockerRunner  # lazy: the docker SDK is imported only when used
 
         say: Callable[[str], None] | None = line_sink(progress)
         runner: Runner = DockerRunner(progress=say)
         return runner
-    return SimulatorRunner() if config.runner == "simulator" else ProcessRunner()
+    local = SimulatorRunner() if config.runner == "simulator" else ProcessRunner()
+    if config.ray is None:
+        return local
+    # Lazy: ray is an optional extra (LaunchConfig refused config.ray without it) and a heavy import.
+    from pytest_sglang.server.ray import shared
+
+    return shared.runner(config.ray, local)

@@ -1,4 +1,6 @@
-"""Launch or attach: the engine's entry points (``launch``, ``attach``, ``start_server``).
+"""Launch or attach one server: the engine's entry points (``launch``, ``attach``).
+
+A URL may also be a gateway: :func:`pytest_sglang.fleet.connect.start_server` detects one above both.
 
 One deadline per mode: a launch counts ``startup_timeout_s`` from before the runner starts; an
 attach waits at most ``min(timeout_s, ATTACH_TIMEOUT_S)``; every probe inside is clipped to the time
@@ -9,14 +11,13 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
-from pytest_sglang import defaults, redaction
-from pytest_sglang.server import cleanup, identity, preflight
+from pytest_sglang import redaction
+from pytest_sglang.server import cleanup, identity, preflight, ranks
 from pytest_sglang.server.base import RunningProcess
-from pytest_sglang.server.config import LaunchConfig, pick_port
+from pytest_sglang.server.config import LaunchConfig, given_port, pick_port
 from pytest_sglang.server.handle import SGLangServer
 from pytest_sglang.server.phases import LogFollower, StartupReport
 from pytest_sglang.server.probe import Expected
@@ -37,11 +38,12 @@ def register_secrets(config: LaunchConfig) -> None:
 
 def _log_path(config: LaunchConfig, port: int) -> Path:
     directory = config.log_dir or Path(tempfile.mkdtemp(prefix="pytest-sglang-"))
-    path = directory / f"sglang-{port}.log"
+    stem = f"sglang-{port}" if port else "sglang-ray"  # port 0: chosen later, on a Ray node
+    path = directory / f"{stem}.log"
     n = 1
     while path.exists():
         n += 1
-        path = directory / f"sglang-{port}-{n}.log"
+        path = directory / f"{stem}-{n}.log"
     return path
 
 
@@ -58,23 +60,30 @@ def launch(config: LaunchConfig, progress: ProgressSink | None = None, *, port: 
     register_secrets(config)
     launch_args = config.launch_args  # read once, when the config was made (a bad one never gets here)
     runner = get_runner(config, progress)
+    if ranks.needs_ranks(config) and config.ray is None:  # on Ray, RayRunner.plan refuses --nnodes itself
+        runner = ranks.RankedRunner(runner)
     if not preflight_done:
         _say(progress, preflight.unchecked_note(preflight.check(config, runner, launch_args)))
     cleanup.reap_leftovers_once()
-    if port is None:
+    if port is None and config.ray is not None:
+        port = given_port(launch_args) or 0  # 0: the Ray runner picks a port free on the node it chose
+    elif port is None:
         _check_given_port(config, launch_args)
         port = pick_port(config)
     log_path = _log_path(config, port)
     # Followed from before the start: the docker runner pulls the image inside start() and logs it.
     follower = LogFollower(log_path, on_update=progress.update if progress else None, started_at=started).start()
     proc: RunningProcess | None = None
-    expected = Expected(port=port, model_path=launch_args.model_path, launched_at=time.time())
+    launched_at = time.time()
     try:
         proc = runner.start(config, port, log_path)
         cleanup.track(proc)
         if on_start is not None:
             on_start(proc)
-        target = Target(url=parse_server_url(proc.url, source="server URL"), mode=config.runner,
+        url = parse_server_url(proc.url, source="server URL")
+        # The port it really listens on (a Ray node's own pick when ``port`` was 0).
+        expected = Expected(port=url.port or port, model_path=launch_args.model_path, launched_at=launched_at)
+        target = Target(url=url, mode=config.runner,
                         api_key=config.client_api_key, validate=config.validate, process=proc,
                         follower=follower, expected=expected)
         result = wait_until_ready(target, config.startup_timeout_s, started=started)
@@ -125,44 +134,17 @@ def _stop_quietly(proc: RunningProcess) -> None:
 
 
 def attach(url: str | ServerURL, api_key: str | None = None, validate: str = "strict",
-           timeout_s: float = ATTACH_TIMEOUT_S, *, min_workers: int | None = None,
-           fleet_direct: str = defaults.DEFAULT_FLEET_DIRECT, detect_gateway: bool = True) -> SGLangServer:
+           timeout_s: float = ATTACH_TIMEOUT_S, *, started: float | None = None) -> SGLangServer:
     """Check a running server (healthy, valid ``/server_info``) and return its handle; never stops it.
 
-    ``url`` may be text (parsed here: a bad URL is a ConfigError naming ``--sglang-url``) or a
-    :class:`ServerURL`. It waits at most ``min(timeout_s, ATTACH_TIMEOUT_S)`` in all. A gateway (smg,
-    sglang-router) is detected by itself: the handle then has its fleet (``min_workers`` healthy workers
-    needed, default all; ``fleet_direct`` says how the workers are probed directly).
+    ``url`` may be text (parsed here: a bad URL is a ConfigError naming the field ``url``) or a
+    :class:`ServerURL`. It waits at most ``min(timeout_s, ATTACH_TIMEOUT_S)`` from ``started`` (a
+    ``time.monotonic()`` value; default: now), so a caller that spent part of the deadline passes it on.
     """
     address = url if isinstance(url, ServerURL) else parse_server_url(url)
     redaction.register(api_key)
-    started, budget = time.monotonic(), min(timeout_s, ATTACH_TIMEOUT_S)  # one deadline for all of it
-    if detect_gateway:
-        from pytest_sglang.fleet.attach import attach_gateway  # fleet imports this module: no cycle at import
-
-        gateway = attach_gateway(address, api_key=api_key, validate=validate, timeout_s=budget,
-                                 min_workers=min_workers, direct=fleet_direct)
-        if gateway is not None:
-            return gateway
+    began = time.monotonic() if started is None else started
     target = Target(url=address, mode="attach", api_key=api_key, validate=validate)
-    result = wait_until_ready(target, budget, started=started)
+    result = wait_until_ready(target, min(timeout_s, ATTACH_TIMEOUT_S), started=began)
     return SGLangServer(address, "attach", api_key=api_key, validate=validate, info_endpoint=result.info_endpoint,
                         initial_info=result.info)
-
-
-@contextmanager
-def start_server(config: LaunchConfig | None = None, *, url: str | ServerURL | None = None,
-                 api_key: str | None = None, progress: ProgressSink | None = None) -> Iterator[SGLangServer]:
-    """Attach to ``url`` or launch ``config``; stop a launched server on exit (never an attached one)."""
-    if url is not None:
-        validate = config.validate if config is not None else "strict"
-        timeout = config.startup_timeout_s if config is not None else ATTACH_TIMEOUT_S
-        yield attach(url, api_key or (config.api_key if config else None), validate, timeout)
-        return
-    if config is None:
-        raise TypeError("start_server() needs a LaunchConfig or url=")
-    server = launch(config, progress)
-    try:
-        yield server
-    finally:
-        server.stop()

@@ -62,6 +62,10 @@ MODELLED_PASSTHROUGH = frozenset(
         "disaggregation_enable_kv_checksum",
         "disaggregation_decode_enable_radix_cache",
         "disaggregation_decode_retraction_backup",
+        # multi-node (nodes.py, ranks.py)
+        "node_rank",
+        "dist_init_addr",
+        "dist_timeout",
     }
 )
 

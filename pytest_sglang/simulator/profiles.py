@@ -9,7 +9,6 @@ The arithmetic is SGLang's (reference §2.2, §11): device KV pool = (GPU memory
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pytest_sglang.sglang import hostmem
@@ -179,13 +178,3 @@ def device_pool_tokens(
 def device_pool_bytes_per_rank(profile: Profile, tokens: int, tp_size: int) -> int:
     """Bytes of one rank's device KV pool (what ``--hicache-ratio`` multiplies)."""
     return tokens * profile.kv_bytes_per_token(tp_size)
-
-
-def simulated_host_memory(argv: Sequence[str]) -> hostmem.HostMemory:
-    """The host memory the simulator launched with ``argv`` will report (for the plugin's preflight).
-
-    The ``--sim-*`` flags are read by the simulator's own parser, as the launch will read them.
-    """
-    from pytest_sglang.sglang import planner  # lazy: planner imports this module
-
-    return planner.simulated_host_memory(planner.simulator_flags(argv))

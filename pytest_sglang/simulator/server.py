@@ -18,10 +18,12 @@ from pytest_sglang.simulator.engine import Engine
 from pytest_sglang.simulator.faults import parse_faults
 from pytest_sglang.simulator.leak import run_leak
 from pytest_sglang.simulator.logs import Logger
+from pytest_sglang.simulator.nodes import Node
 from pytest_sglang.simulator.profiles import Speed, get_profile
+from pytest_sglang.simulator.ranks import Rendezvous
 from pytest_sglang.simulator.request import Request
 from pytest_sglang.simulator.sink import Sink
-from pytest_sglang.simulator.startup import Startup, fault, oom_kill
+from pytest_sglang.simulator.startup import SITE_PACKAGES, Startup, fault, oom_kill
 from pytest_sglang.simulator.state import STARTING, UP, State
 from pytest_sglang.simulator.streams import collect
 from pytest_sglang.simulator.trace import Trace
@@ -127,14 +129,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, sim = cli.parse(argv)
     log = Logger(args.log_level)
+    refused = Node.from_args(args).check()
+    if refused is not None:  # ServerArgs' own checks, before anything starts (validation_hook.py:179,199)
+        log.raw(f"Traceback (most recent call last):\n  File \"{SITE_PACKAGES}/sglang/srt/arg_groups/"
+                f"validation_hook.py\", line 179, in check_server_args\n{refused}\n")
+        return 1
     pd_config.before_startup(args, log)  # 0.5.23 refuses `fake` on a prefill server here
     cfg = resolve(args, sim, get_profile(sim.profile), parse_faults(sim.faults))
     if sim.launch_counter:
         with open(sim.launch_counter, "a") as f:
             f.write(f"{os.getpid()}\n")
     _warn_passthrough(log, cfg)
-    startup = Startup(cfg, log, args.port)
+    node = Node.from_args(args)
+    group = Rendezvous(node, log, sim.time_scale) if node.multi_node else None
+    startup = Startup(cfg, log, args.port, init_parallel=group.join if group else None)
     startup.run()
+    if group is not None:
+        group.barrier()
+        if node.node_rank:  # no tokenizer, no API: a dummy health check until rank 0 stops (engine.py:1234)
+            return group.serve_follower(args.host, args.port, args.enable_metrics)
     engine = Engine(
         capacity=cfg.max_total_num_tokens * args.dp_size,
         max_running=cfg.max_running_requests * args.dp_size,
@@ -163,4 +176,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     state.rng.seed(cfg.random_seed)
     engine.on_finish = state.trace.request
     asyncio.run(_serve(state))
+    if group is not None:
+        group.shutdown()  # rank 0's ShutdownReq broadcast: the other node ranks exit 0
     return 0

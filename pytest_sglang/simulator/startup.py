@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import NoReturn
 
 from pytest_sglang.sglang import hostmem
@@ -19,9 +20,11 @@ from pytest_sglang.sglang.hostmem import GB, GiB
 from pytest_sglang.simulator.config import SimConfig
 from pytest_sglang.simulator.hostalloc import allocate_host_pools
 from pytest_sglang.simulator.logs import Logger
+from pytest_sglang.simulator.nodes import Node
 from pytest_sglang.simulator.payloads import DECODE_GRAPH_BS, graph_memory_gb, server_args
 
-_ROOT = "/usr/local/lib/python3.12/dist-packages"
+#: Where tracebacks say SGLang is installed (the official image's site-packages).
+SITE_PACKAGES = "/usr/local/lib/python3.12/dist-packages"
 _TRACEBACK = """Traceback (most recent call last):
   File "{root}/sglang/srt/managers/scheduler.py", line 3106, in run_scheduler_process
     scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)
@@ -39,14 +42,18 @@ def ranks(cfg: SimConfig) -> list[str]:
     0.5.23 names a dimension only when it has more than one rank: a single-GPU server's scheduler
     lines carry no prefix at all (``[2026-12-02 16:43:57] Load weight begin...``).
     """
+    return [label for label, _ in _schedulers(cfg)]
+
+
+def _schedulers(cfg: SimConfig) -> list[tuple[str, int]]:
+    """(log prefix, tp rank) of each scheduler on this node (with --nnodes, this node's share only)."""
     a = cfg.args
+    local = Node.from_args(a).schedulers()
     out = []
     for dp in range(a.dp_size):
-        for pp in range(a.pp_size):
-            for tp in range(a.tp_size):
-                dims = (("DP", dp, a.dp_size), ("PP", pp, a.pp_size), ("TP", tp, a.tp_size))
-                parts = [f"{name}{i}" for name, i, n in dims if n > 1]
-                out.append(" ".join(parts))
+        for pp, tp in local:
+            dims = (("DP", dp, a.dp_size), ("PP", pp, a.pp_size), ("TP", tp, a.tp_size))
+            out.append((" ".join(f"{name}{i}" for name, i, n in dims if n > 1), tp))
     return out
 
 
@@ -66,10 +73,10 @@ def scheduler_exception(
     own process tree, itself included, so the exit status is -9 (SIGKILL). ``kill_tree=False`` exits 1
     instead (the documented contract of ``--sim-fault crash-at``).
     """
-    path = f"{_ROOT}/{where}"
+    path = f"{SITE_PACKAGES}/{where}"
     log.always(
         "Scheduler hit an exception: "
-        + _TRACEBACK.format(root=_ROOT, where=path, line=871, func=func, stmt=stmt, error=error),
+        + _TRACEBACK.format(root=SITE_PACKAGES, where=path, line=871, func=func, stmt=stmt, error=error),
         rank=rank,
     )
     log.always("Received sigquit from a child process. It usually means the child failed.")
@@ -114,10 +121,13 @@ def fault(cfg: SimConfig, log: Logger, phase: str) -> None:
 
 
 class Startup:
-    def __init__(self, cfg: SimConfig, log: Logger, port: int) -> None:
+    def __init__(self, cfg: SimConfig, log: Logger, port: int,
+                 init_parallel: Callable[[list[str]], None] | None = None) -> None:
         self.cfg = cfg
         self.log = log
         self.port = port
+        #: The multi-node rendezvous (simulator/ranks.py), run where SGLang's schedulers init torch.distributed.
+        self.init_parallel = init_parallel
         self.times: dict[str, float] = {}
         self.ranks = ranks(cfg)
         gpu = cfg.hw.gpu_memory_bytes / GiB
@@ -132,12 +142,16 @@ class Startup:
 
     def run(self) -> None:
         self.log.info(f"server_args={server_args(self.cfg, self.port)!r}")
+        if self.init_parallel is not None:
+            self.init_parallel(self.ranks)
         self.weights()
         self.kv_cache()
         self.cuda_graph()
         self.summary()
         if self.cfg.host_pool is not None:
             self.hicache()
+        if Node.from_args(self.cfg.args).node_rank:
+            return  # the tokenizer manager logs the timings, and only node rank 0 runs one
         t = self.times
         self.log.info(
             f"Engine startup timings (s): load_weight={t.get('weights', 0):.2f}, "
@@ -238,9 +252,7 @@ class Startup:
 
     def summary(self) -> None:
         cfg = self.cfg
-        per_replica = cfg.args.pp_size * cfg.args.dp_size
-        for i in range(per_replica):
-            rank = self.ranks[i * cfg.args.tp_size]
+        for rank in (label for label, tp in _schedulers(cfg) if tp == 0):  # scheduler.py: tp_rank == 0 only
             self.log.info(
                 f"max_total_num_tokens={cfg.max_total_num_tokens}, chunked_prefill_size="
                 f"{cfg.chunked_prefill_size}, max_prefill_tokens={cfg.args.max_prefill_tokens}, "

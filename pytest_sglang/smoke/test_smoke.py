@@ -17,14 +17,14 @@ from pytest_sglang.gates.throughput import evaluate_throughput
 from pytest_sglang.smoke.plan import SINGLE_STREAM_SHARE, smoke_shape
 
 if TYPE_CHECKING:
+    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.plugin.load_runner import LoadRunner
     from pytest_sglang.plugin.results import GateResults
-    from pytest_sglang.server import SGLangServer
 
 GATE = "smoke"
 
 
-def test_ready(sglang_server: SGLangServer, sglang_server_info: dict[str, Any], sglang_gate: GateResults) -> None:
+def test_ready(sglang_server: Handle, sglang_server_info: dict[str, Any], sglang_gate: GateResults) -> None:
     """/health answers 200 and /server_info parses (validated against SGLang's schema by the plugin)."""
     sglang_gate.record(GateOutcome(GATE, [
         compare(GATE, "health_status", sglang_server.health(), "==", 200, source="GET /health"),
@@ -44,7 +44,7 @@ def test_identity(sglang_server_info: dict[str, Any], sglang_acceptance: CheckCo
     sglang_gate.record(outcome)
 
 
-def test_capacity(sglang_server: SGLangServer, sglang_server_info: dict[str, Any], sglang_gate: GateResults) -> None:
+def test_capacity(sglang_server: Handle, sglang_server_info: dict[str, Any], sglang_gate: GateResults) -> None:
     """The server runs requests, accepts a smoke request's length and holds the smoke load at once.
 
     The figures are recorded: the next run's ``--sglang-baseline`` flags a smaller KV pool.

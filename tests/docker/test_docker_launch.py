@@ -13,7 +13,7 @@ import pytest
 from dockerhelp import EngineProxy, LaunchFactory, run_containers
 
 from pytest_sglang.errors import DockerError, PreflightError, ServerExited
-from pytest_sglang.server import launch, start_server
+from pytest_sglang.server import launch
 from pytest_sglang.server.docker.spec import LABEL_OWNER_PID, LABEL_PLUGIN, LABEL_RUN, RUN_ID
 
 pytestmark = pytest.mark.docker_engine
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.docker_engine
 
 def test_launch_ready_phases_labels_and_cleanup(docker_launch: LaunchFactory, docker_client: Any) -> None:
     config = docker_launch()
-    with start_server(config) as server:
+    with launch(config) as server:
         assert server.mode == "docker"
         assert server.health() == 200
         info = server.info()  # validated against schemas/server_info.schema.json
@@ -73,7 +73,7 @@ def test_real_oom_kill_is_reported_as_oom(docker_launch: LaunchFactory) -> None:
 def test_host_pools_that_fit_the_limit_start(docker_launch: LaunchFactory) -> None:
     config = docker_launch("--enable-hierarchical-cache", "--hicache-size", "16", "--sim-host-alloc-scale",
                            "0.002", memory="256m", preflight=False)
-    with start_server(config) as server:
+    with launch(config) as server:
         assert server.health() == 200
 
 
@@ -87,7 +87,7 @@ def test_preflight_budget_is_the_container_limit(docker_launch: LaunchFactory, d
 
 
 def test_removed_container_is_a_clear_error(docker_launch: LaunchFactory, docker_client: Any) -> None:
-    with start_server(docker_launch()) as server:
+    with launch(docker_launch()) as server:
         (container,) = run_containers(docker_client)
         container.remove(force=True)
         deadline = time.monotonic() + 10
@@ -209,7 +209,7 @@ def test_host_network(docker_launch: LaunchFactory, docker_client: Any) -> None:
     base = docker_launch()
     assert base.docker is not None
     config = docker_launch(docker=dataclasses.replace(base.docker, network="host"))
-    with start_server(config) as server:
+    with launch(config) as server:
         assert server.health() == 200
         (container,) = run_containers(docker_client)
         assert container.attrs["HostConfig"]["NetworkMode"] == "host"

@@ -99,7 +99,7 @@ def test_two_simulators_are_two_servers(sim_factory: Any) -> None:
     sims = [sim_factory(), sim_factory()]
     with fake_server(_gateway_routes([s.url for s in sims])) as gateway:
         handle = attach_gateway(parse_server_url(gateway.url), api_key=None, validate="strict", timeout_s=20)
-    assert handle is not None and handle.fleet is not None and len(handle.fleet.workers) == 2
+    assert handle is not None and len(handle.workers) == 2
 
 
 def test_the_fingerprint_needs_a_seed_a_port_and_measured_startup_times() -> None:

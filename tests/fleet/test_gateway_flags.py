@@ -10,6 +10,7 @@ import pytest
 from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.fleet.gateway import GatewayCommand, check_args_for, start_gateway
+from pytest_sglang.sglang import masks
 
 
 def test_the_first_log_line_masks_smg_only_credentials_in_any_spelling(tmp_path: Path) -> None:
@@ -41,6 +42,6 @@ def _forget_secrets() -> None:
 
 def test_a_leftover_gateways_command_line_is_masked_as_the_gateway_reads_it() -> None:
     # scrub_argv serves every command line found on the machine (leftovers of earlier runs): nothing registered.
-    shown = redaction.scrub_argv(["/venv/bin/smg", "launch", "--oracle-pass", "PASS-3333-E", "--api-ke", "KEY-3333-F",
-                                  "--policy", "random"])
+    shown = masks.scrub_argv(["/venv/bin/smg", "launch", "--oracle-pass", "PASS-3333-E",
+                                     "--api-ke", "KEY-3333-F", "--policy", "random"])
     assert shown == ["/venv/bin/smg", "launch", "--oracle-pass", "***", "--api-ke", "***", "--policy", "random"]

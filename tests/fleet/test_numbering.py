@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 SIM = "--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.05"
 TEST = """
 def test_workers(sglang_server):
-    for w in sglang_server.fleet.workers:
+    for w in sglang_server.workers:
         print(f"HANDLE {w.index} {w.url}")
 """
 

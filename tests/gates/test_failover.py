@@ -237,8 +237,8 @@ def test_a_bad_dataset_names_the_marker_keyword() -> None:
     from pytest_sglang.gates.keywords import KeywordError
     from pytest_sglang.gates.registry import GateContext
 
-    fleet = SimpleNamespace(launched=True, workers=[object(), object()])
-    ctx = GateContext(server=SimpleNamespace(fleet=fleet), load=lambda spec: None)  # type: ignore[arg-type]
+    # The keywords are judged before the server: a typo is named even where the gate would not apply.
+    ctx = GateContext(server=SimpleNamespace(), load=lambda spec: None)  # type: ignore[arg-type]
     with pytest.raises(KeywordError, match=r"^@pytest\.mark\.sglang_failover\(dataset='bogus'\): unknown dataset\. "
                                            r"Fix: use random-ids, sharegpt:PATH, jsonl:PATH, mooncake:PATH, "
                                            r"burstgpt:PATH or multiturn\[:KEY=VALUE,\.\.\.\]$"):

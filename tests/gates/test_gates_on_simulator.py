@@ -15,7 +15,7 @@ import pytest
 
 from pytest_sglang.gates import capacity, hicache
 from pytest_sglang.loadgen import LoadSpec, run_load
-from pytest_sglang.server import LaunchConfig, SGLangServer, start_server
+from pytest_sglang.server import LaunchConfig, SGLangServer, launch
 
 BASE = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny", "--max-total-tokens", "8192", "--enable-metrics")
 # Time scale 1 keeps prefill time (what the host tier saves) well above HTTP overhead; tiny starts in ~1 s.
@@ -25,7 +25,7 @@ HICACHE_OFF = (*BASE, "--sim-time-scale", "0.1")
 
 
 def _launch(args: tuple[str, ...]) -> Iterator[SGLangServer]:
-    with start_server(LaunchConfig(runner="simulator", args=args, startup_timeout_s=60)) as server:
+    with launch(LaunchConfig(runner="simulator", args=args, startup_timeout_s=60)) as server:
         yield server
 
 

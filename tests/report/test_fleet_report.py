@@ -16,12 +16,14 @@ import pytest
 import sample
 
 from pytest_sglang.fleet.discovery import WorkerEntry
+from pytest_sglang.fleet.handle import SGLangFleet
 from pytest_sglang.gates import failover
 from pytest_sglang.gates.base import GateOutcome, compare
 from pytest_sglang.gates.failover_run import FailoverRun, Snapshot
 from pytest_sglang.loadgen import LoadResult, LoadSpec, RequestRecord
 from pytest_sglang.report import fleet, html, json_report, markdown, terminal
 from pytest_sglang.report.records import TestRecord as Record
+from pytest_sglang.server.handle import SGLangServer
 
 W0, W1 = "http://10.0.0.1:30000", "http://10.0.0.2:30000"
 
@@ -54,16 +56,18 @@ def _fake_server(workers: list[FakeWorker], *, end_health: dict[str, bool] | Non
             raise RuntimeError("gateway gone")
         return SimpleNamespace(workers=[SimpleNamespace(url=u, is_healthy=h) for u, h in end_health.items()])
 
-    fake_fleet = SimpleNamespace(flavor="smg", version="1.13.0", mode="simulator", launched=True, workers=workers,
-                                 discover=discover, worker=lambda i: workers[i])
-    return SimpleNamespace(url="http://127.0.0.1:8000", fleet=fake_fleet)  # SGLangServer.url: never credentials
+    # A real fleet handle (the reports recognise it by its type) over fake workers and a fake /workers.
+    gateway = SGLangServer("http://127.0.0.1:8000", "simulator")
+    fake_fleet = SGLangFleet(gateway, "smg", cast(Any, workers), version="1.13.0", restarter=cast(Any, object()))
+    fake_fleet.discover = discover  # type: ignore[method-assign]
+    return fake_fleet
 
 
 def _failover_outcome(server: Any) -> GateOutcome:
     """What the failover gate records for a kill at 3 s, detection at 4 s, recovery 5 s after a 4.5 s restart."""
     spec = LoadSpec(requests=100, concurrency=8)
     origin = 1_000.0
-    run = FailoverRun(cast(Any, server.fleet), 0, 9, spec, max_detect_s=2.0, max_recover_s=1.0)
+    run = FailoverRun(server, 0, 9, spec, max_detect_s=2.0, max_recover_s=1.0)
     run.result = LoadResult(spec=spec, completed=96, failed=4, errors={"stream_error": 4}, duration=10.0, records=[
         RequestRecord(index=i, start=0.1 * i, start_time=origin + 0.1 * i, e2e=0.05 if i < 30 else 0.2,
                       error_kind="stream_error" if i in (30, 31, 32, 33) else None) for i in range(100)])

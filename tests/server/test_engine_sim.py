@@ -11,7 +11,7 @@ from simlaunch import live, sim_config
 
 from pytest_sglang import redaction
 from pytest_sglang.errors import PreflightError, SchemaMismatch, ServerExited, ServerNotReady
-from pytest_sglang.server import launch, start_server
+from pytest_sglang.server import attach, launch
 from pytest_sglang.server.runner import ExitStatus
 from pytest_sglang.server.validation import SchemaWarning
 
@@ -35,7 +35,7 @@ def test_launch_ready_validated_and_stopped(tmp_path: Path) -> None:
         def done(self, report: object) -> None:
             lines.append("done")
 
-    with start_server(sim_config(tmp_path, "--enable-metrics"), progress=Sink()) as server:
+    with launch(sim_config(tmp_path, "--enable-metrics"), progress=Sink()) as server:
         assert server.mode == "simulator" and re.fullmatch(r"http://127\.0\.0\.1:\d+", server.url)
         info = server.info()
         assert server.startup is not None
@@ -56,7 +56,7 @@ def test_launch_ready_validated_and_stopped(tmp_path: Path) -> None:
 def test_attach_to_a_launched_simulator_never_stops_it(tmp_path: Path) -> None:
     server = launch(sim_config(tmp_path))
     try:
-        with start_server(url=server.url) as attached:
+        with attach(server.url) as attached:
             assert attached.mode == "attach" and attached.info()["version"]
             assert attached.stop() is None
         assert server.health() == 200
@@ -156,7 +156,7 @@ def test_never_healthy_is_server_not_ready(tmp_path: Path) -> None:
 
 
 def test_unhealthy_after_is_seen_by_health(tmp_path: Path) -> None:
-    with start_server(sim_config(tmp_path, "--sim-fault", "unhealthy-after:2")) as server:
+    with launch(sim_config(tmp_path, "--sim-fault", "unhealthy-after:2")) as server:
         deadline = time.monotonic() + 10
         while server.health() == 200 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -164,7 +164,7 @@ def test_unhealthy_after_is_seen_by_health(tmp_path: Path) -> None:
 
 
 def test_slow_health_still_becomes_ready(tmp_path: Path) -> None:
-    with start_server(sim_config(tmp_path, "--sim-fault", "slow-health:10")) as server:
+    with launch(sim_config(tmp_path, "--sim-fault", "slow-health:10")) as server:
         assert server.startup is not None and server.startup.ready_s is not None
 
 
@@ -217,7 +217,7 @@ def test_without_preflight_the_server_dies_with_the_explained_line(tmp_path: Pat
 
 def test_api_key_is_used_and_never_shown(tmp_path: Path) -> None:
     key = "sk-engine-test-0042"
-    with start_server(sim_config(tmp_path, "--api-key", key)) as server:
+    with launch(sim_config(tmp_path, "--api-key", key)) as server:
         info = server.info()
         assert server.api_key == key and key not in repr(server)
         assert key not in repr(info) and info["api_key"] == "<redacted>"
@@ -245,7 +245,7 @@ def test_bad_launch_args_are_a_config_error_without_secrets(tmp_path: Path) -> N
 
 def test_quiet_log_level_still_reports_ready(tmp_path: Path) -> None:
     """With --log-level warning SGLang prints no phase lines: readiness, not the log, decides."""
-    with start_server(sim_config(tmp_path, "--log-level", "warning")) as server:
+    with launch(sim_config(tmp_path, "--log-level", "warning")) as server:
         assert server.startup is not None and server.startup.ready_s is not None
         assert server.startup.phase == "ready" and all(p.end_s is not None for p in server.startup.phases)
         assert server.health() == 200

@@ -26,8 +26,8 @@ def test_server_info_404_falls_back_to_get_server_info() -> None:
         server = attach(fake.url)
         assert server.info_endpoint == "/get_server_info"
         assert server.info()["max_total_num_tokens"] == 4096
-        # GET /workers first: attach asks whether the URL is a gateway (SGLang answers 404)
-        assert [p for p, _ in fake.hits][:4] == ["/workers", "/health", "/server_info", "/get_server_info"]
+        # A single server's attach asks nothing of a gateway (fleet.connect asks GET /workers above it)
+        assert [p for p, _ in fake.hits][:3] == ["/health", "/server_info", "/get_server_info"]
 
 
 def test_health_is_judged_by_status_code_only() -> None:

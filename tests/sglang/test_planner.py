@@ -9,6 +9,7 @@ import pytest
 from pytest_sglang.sglang import hostmem, planner
 from pytest_sglang.sglang.args import parse_launch_args
 from pytest_sglang.sglang.hostmem import GB, GiB, HostMemory
+from pytest_sglang.simulator import plan as sim_plan
 
 SEED_HOST = HostMemory(available_bytes=418 * GB, total_bytes=449 * GB, source="test host")
 HICACHE = ["--enable-hierarchical-cache"]
@@ -174,8 +175,8 @@ def test_planner_agrees_with_the_launch_preflight(argv: list[str]) -> None:
     launch = [*argv, "--sim-profile", "kimi-k2.5-rtx6000x8"]
     config = LaunchConfig(runner="simulator", args=tuple(launch))
     theirs = preflight.plan_for(config, get_runner(config))
-    ours = planner.make_plan(parse_launch_args(launch), host=planner.simulated_host(launch) or SEED_HOST,
-                             hardware=planner.hardware_from_profile(launch) or planner.Hardware(),
+    ours = planner.make_plan(parse_launch_args(launch), host=sim_plan.simulated_host(launch) or SEED_HOST,
+                             hardware=sim_plan.hardware_from_profile(launch) or planner.Hardware(),
                              reserve_bytes=int(config.host_memory_reserve_gb * GB)).hicache
     assert (ours.fits, ours.total_bytes, ours.budget_bytes) == (
         theirs.fits, theirs.total_bytes, theirs.budget_bytes)

@@ -6,6 +6,7 @@ import pytest
 
 from pytest_sglang.sglang import hostmem
 from pytest_sglang.sglang.hostmem import GB
+from pytest_sglang.simulator import plan as sim_plan
 from pytest_sglang.simulator import profiles
 from pytest_sglang.simulator.cli import parse
 from pytest_sglang.simulator.config import resolve
@@ -58,7 +59,7 @@ def test_kimi_hicache_pools_against_the_host_budget() -> None:
     )
     assert ok.host_pool is not None
     assert ok.host_pool.tokens == hostmem.host_pool_tokens(48 * GB, 70_272)
-    host = profiles.simulated_host_memory(["--sim-profile", "kimi-k2.5-rtx6000x8"])
+    host = sim_plan.simulated_host_memory(sim_plan.simulator_flags(["--sim-profile", "kimi-k2.5-rtx6000x8"]))
     budget = hostmem.sglang_budget_bytes(host.available_bytes, 8)
     assert ok.host_pool.bytes <= budget < 300 * GB
     assert host.available_bytes == 418 * GB
@@ -73,7 +74,8 @@ def test_hicache_ratio_pool_is_sized_from_the_device_pool() -> None:
 
 
 def test_host_memory_override() -> None:
-    host = profiles.simulated_host_memory(["--sim-profile", "tiny", "--sim-host-memory-gb", "64"])
+    flags = sim_plan.simulator_flags(["--sim-profile", "tiny", "--sim-host-memory-gb", "64"])
+    host = sim_plan.simulated_host_memory(flags)
     assert host.total_bytes == 64 * GB and host.available_bytes == 60 * GB
 
 

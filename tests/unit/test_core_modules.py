@@ -8,7 +8,7 @@ from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.plugin.settings import OPTIONS, Settings, resolve
-from pytest_sglang.sglang import hostmem
+from pytest_sglang.sglang import hostmem, masks
 from pytest_sglang.sglang.args import human_readable_int, parse_launch_args
 
 
@@ -99,11 +99,11 @@ def test_redaction_everywhere() -> None:
     payload = {"api_key": "sk-live-0123456789", "admin_api_key": None,
                "launch_command": "--model-path m --api-key sk-live-0123456789",
                "internal_states": [{"api_key": "sk-live-0123456789", "note": "key sk-live-0123456789"}]}
-    clean = redaction.scrub_payload(payload)
+    clean = masks.scrub_payload(payload)
     assert "sk-live-0123456789" not in repr(clean)
     assert clean["admin_api_key"] is None
     assert clean["launch_command"] == "--model-path m --api-key ***"
-    assert redaction.scrub_argv(["--api-key=abcdef", "--x"]) == ["--api-key=***", "--x"]
+    assert masks.scrub_argv(["--api-key=abcdef", "--x"]) == ["--api-key=***", "--x"]
     redaction.clear()
 
 

@@ -15,17 +15,19 @@ from __future__ import annotations
 import errno
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_sglang import redaction
 from pytest_sglang.errors import DockerError
+from pytest_sglang.server.base import nothing_reserved
 from pytest_sglang.server.config import DockerOptions, LaunchConfig, given_port
 from pytest_sglang.server.docker.container import RunningContainer, remove_container
 from pytest_sglang.server.docker.engine import connect, ensure_image, find_docker_leftovers, kill_docker_leftovers
 from pytest_sglang.server.docker.options import DEFAULT_IMAGE, format_size, parse_size, user_hf_cache
 from pytest_sglang.server.docker.spec import OWNED_FIELDS, ContainerSpec, build_spec, create_kwargs
+from pytest_sglang.sglang import masks
 from pytest_sglang.sglang.args import LaunchArgs
 from pytest_sglang.sglang.hostmem import HostMemory, read_host_memory
 
@@ -73,7 +75,7 @@ class DockerRunner:
         try:
             pull = (config.docker or DockerOptions()).pull
             ensure_image(client, spec.image, pull, self._progress(log_path))
-            _log(log_path, f"docker run {spec.image} {' '.join(redaction.scrub_argv(spec.command))}")
+            _log(log_path, f"docker run {spec.image} {' '.join(masks.scrub_argv(spec.command))}")
             container = _create_and_start(client, spec)
             url = _url(container, spec)
         except BaseException:
@@ -98,6 +100,10 @@ class DockerRunner:
         limit = parse_size(memory)
         return HostMemory(available_bytes=limit, total_bytes=limit,
                           source=f"container memory limit --sglang-docker-memory {format_size(limit)}")
+
+    def place_together(self, configs: Sequence[LaunchConfig], deadline: float) -> Callable[[], None]:
+        """Nothing to reserve: servers start on this machine."""
+        return nothing_reserved
 
     def device_pool_bytes_per_rank(self, config: LaunchConfig, args: LaunchArgs) -> int | None:
         """Unknown before the start: it depends on the GPU and the model, measured by SGLang itself."""

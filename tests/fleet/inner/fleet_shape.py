@@ -13,7 +13,7 @@ def test_fleet_shape(sglang_fleet, sglang_server):
     workers = int(os.environ["FLEET_EXPECT_WORKERS"])
     flags = os.environ.get("FLEET_EXPECT_REACHABLE", "1").split(",")
     reachable = [flag == "1" for flag in (flags * workers if len(flags) == 1 else flags)]
-    assert sglang_server.fleet is sglang_fleet
+    assert sglang_server is sglang_fleet
     assert len(sglang_fleet.workers) == workers
     assert [w.reachable for w in sglang_fleet.workers] == reachable
     assert len({w.url for w in sglang_fleet.workers}) == workers
@@ -23,5 +23,5 @@ def test_fleet_shape(sglang_fleet, sglang_server):
                         headers={"Authorization": f"Bearer {key}"} if key else {},
                         json={"text": "The capital of France is", "sampling_params": {"max_new_tokens": 4}})
     assert answer.status_code == 200, answer.text
-    print(f"FLEET {sglang_fleet.describe()} mode={sglang_fleet.mode} launched={sglang_fleet.launched} "
+    print(f"FLEET {sglang_fleet.summary()} mode={sglang_fleet.mode} launched={sglang_fleet.launched} "
           f"unreachable={[w.unreachable for w in sglang_fleet.workers]}")

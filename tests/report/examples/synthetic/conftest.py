@@ -24,7 +24,6 @@ from pytest_sglang.server.phases import PhaseSpan, StartupReport
 class FakeServer:
     mode = "simulator"
     url = "http://127.0.0.1:1"
-    fleet = None  # a single server, as SGLangServer.fleet says
 
     def __init__(self) -> None:
         args = ("--model-path", "tiny", "--tp", "1", "--api-key", "sk-secret-123456")
