@@ -81,8 +81,9 @@ def launch(config: LaunchConfig, progress: ProgressSink | None = None, *, port: 
         if on_start is not None:
             on_start(proc)
         url = parse_server_url(proc.url, source="server URL")
-        # The port it really listens on (a Ray node's own pick when ``port`` was 0).
-        expected = Expected(port=url.port or port, model_path=launch_args.model_path, launched_at=launched_at)
+        # The port the server was told: ``port`` (inside the container for docker, whose URL has the
+        # published host port), or the Ray node's own pick, in the URL, when ``port`` was 0.
+        expected = Expected(port=port or url.port or 0, model_path=launch_args.model_path, launched_at=launched_at)
         target = Target(url=url, mode=config.runner,
                         api_key=config.client_api_key, validate=config.validate, process=proc,
                         follower=follower, expected=expected)

@@ -131,8 +131,9 @@ def test_cache_aware_with_default_health_checks_is_not_detected_but_its_breaker_
         "--sglang-simulate", "--sglang-workers", "2", "--sglang-launch", SIM_LAUNCH,
         "--sglang-gateway", "--policy cache_aware", "-p", "no:cacheprovider", "-s")
     result.assert_outcomes(passed=1)
+    # "not detected within the run" may wrap when the error kinds are many.
     result.stdout.fnmatch_lines(["failover test_inner.py::test_cache_aware_default_health_checks *PASSED",
-                                 "  worker 0 SIGKILL: * errors*, not detected within the*"], consecutive=True)
+                                 "  worker 0 SIGKILL: * errors*, not detected*"], consecutive=True)
 
 
 def test_sglang_router_detects_and_recovers(pytester: pytest.Pytester) -> None:

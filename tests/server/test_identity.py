@@ -16,11 +16,14 @@ import pytest
 from fakehttp import Fake, fake_server, sglang_twin
 from simlaunch import live, sim_config
 
+import pytest_sglang.server.start as engine
 from pytest_sglang.errors import ConfigError, ServerStartError
 from pytest_sglang.server import identity, launch
 from pytest_sglang.server.base import RunningProcess
+from pytest_sglang.server.config import LaunchConfig
 from pytest_sglang.server.docker.container import RunningContainer
 from pytest_sglang.server.probe import Expected, Target
+from pytest_sglang.server.runner import SimulatorRunner
 from pytest_sglang.server.url import parse_server_url
 
 MODEL = "sim/tiny-llama"  # simlaunch's --model-path
@@ -199,3 +202,27 @@ def test_a_host_network_container_is_proven_by_its_init_process_tree(port: int) 
         for proc in (twin, idle):
             proc.kill()
             proc.communicate(timeout=10)
+
+
+def test_a_published_port_is_proven_by_the_port_the_server_was_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The docker runner on a bridge network: the server is told --port P inside the container and is
+    # reached on the host port the engine published; /server_info says P, never the host port.
+    inner = _free_port()
+
+    class Publishing(SimulatorRunner):
+        def start(self, config: LaunchConfig, port: int, log_path: Path) -> RunningProcess:
+            assert port == inner
+            proc = super().start(config, port, log_path)
+            proc.url = published.url
+            monkeypatch.setattr(proc, "listener_root_pid", lambda: None)  # no local pid, as for a container
+            return proc
+
+    monkeypatch.setattr(engine, "get_runner", lambda config, progress=None: Publishing())
+    with fake_server(sglang_twin(inner, MODEL)) as published:  # what the published host port answers
+        server = launch(sim_config(tmp_path), port=inner)
+        try:
+            assert server.url == published.url
+        finally:
+            server.stop()
