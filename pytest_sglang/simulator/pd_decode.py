@@ -42,7 +42,7 @@ KV_RECEIVED = "kv_received"
 
 def scramble(req: Request, salt: int) -> None:
     """Decode from a KV that is not this prompt's: the tokens become another (still plausible) text."""
-    req.seed = tokenizer.mix(req.seed, salt)
+    req.seed = tokenizer.other_seed(req.seed, salt)
     req.natural_len = tokenizer.natural_length(req.seed)
     req.script = None
 

@@ -74,6 +74,14 @@ def mix(seed: int, key: int) -> int:
     return zlib.crc32(f"{seed}:{key}".encode())
 
 
+def other_seed(seed: int, key: int) -> int:
+    """A seed whose every output token differs from ``seed``'s (a wrong KV never decodes the right text by luck)."""
+    other = mix(seed, key)
+    if (other - seed) % len(VOCAB) == 0:  # the same tokens; 1 in len(VOCAB) keys would be a silent success
+        other += 1
+    return other
+
+
 def unit(seed: int, k: int) -> float:
     """A deterministic draw in [0, 1) for output position ``k`` of the request seeded ``seed``."""
     return zlib.crc32(f"u{seed}:{k}".encode()) / 2**32

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
 from loadgen_fake import fake_server
+from sim_model import sim_url
 
-__all__ = ["fake_server"]
+__all__ = ["fake_server", "sim_url"]

@@ -16,23 +16,13 @@ import pytest
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from ray_cluster import ray_cluster, ray_nodes, shard_processes
+from sim_model import SHAPE, STEP_S
 
 from pytest_sglang.errors import ConfigError, LoadGenError
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.ray_nodes import run_nodes
 
 __all__ = ["ray_cluster", "ray_nodes"]
-
-STEP_S = 0.2 * 0.05
-MODEL = ("--sim-decode-step-ms", "200", "--sim-decode-step-per-req-ms", "0", "--enable-metrics")
-SHAPE: dict[str, Any] = dict(requests=16, concurrency=8, input_len=64, output_len=32)
-
-
-@pytest.fixture
-def sim_url(sim_factory: Any) -> str:
-    url: str = sim_factory(*MODEL).url
-    return url
-
 
 def test_shards_run_on_both_nodes_and_merge_exactly(sim_url: str, ray_nodes: list[str]) -> None:
     seen: list[tuple[int, int]] = []

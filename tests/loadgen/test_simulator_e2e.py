@@ -11,21 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sim_model import MODEL, SHAPE, STEP_S
 
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.slo import run_marker as slo_marker
 from pytest_sglang.gates.throughput import evaluate_throughput
 from pytest_sglang.loadgen import LoadSpec, run_load
-
-STEP_S = 0.2 * 0.05
-MODEL = ("--sim-decode-step-ms", "200", "--sim-decode-step-per-req-ms", "0", "--enable-metrics")
-SHAPE: dict[str, Any] = dict(requests=16, concurrency=8, input_len=64, output_len=32)
-
-
-@pytest.fixture
-def sim_url(sim_factory: Any) -> str:
-    url: str = sim_factory(*MODEL).url
-    return url
 
 
 def model_output_tok_s(concurrency: int) -> float:
