@@ -5,7 +5,8 @@
   too; the atexit hook is the safety net).
 * A pytest killed by SIGKILL cannot clean up. Its servers still carry ``PYTEST_SGLANG_OWNER=<pid>:<run>``
   naming a pid that no longer exists: :func:`find_leftovers` finds them, :func:`kill_leftovers`
-  stops them (``--sglang-kill`` and the start of each run). Docker containers are found by label
+  stops them (``--sglang-kill`` and the start of each run). A process that wrote its title over that
+  environment (smg) is found by the run's written record (``ledger``). Docker containers are found by label
   (``server/docker/engine.py``); the docker SDK is imported only if it is installed and asked.
 """
 
@@ -22,8 +23,9 @@ from types import FrameType
 import psutil
 
 from pytest_sglang import redaction
+from pytest_sglang.server import ledger
 from pytest_sglang.server.base import DEFAULT_GRACE_S, RunningProcess
-from pytest_sglang.server.runner import OWNER_ENV, kill_processes, marked_processes
+from pytest_sglang.server.runner import OWNER_ENV, RUN_ID, PopenProcess, kill_processes, marked_processes
 from pytest_sglang.sglang import masks
 
 #: The signals that stop our servers before this process dies (Windows has no SIGHUP).
@@ -40,12 +42,16 @@ def track(proc: RunningProcess) -> None:
     install_handlers()
     with _lock:
         _live.append(proc)
+    if isinstance(proc, PopenProcess) and proc.pid is not None:  # a local process (containers: by label)
+        ledger.record(proc.pid, RUN_ID)
 
 
 def untrack(proc: RunningProcess) -> None:
     with _lock:
         if proc in _live:
             _live.remove(proc)
+    if isinstance(proc, PopenProcess) and proc.pid is not None:
+        ledger.forget(proc.pid)
 
 
 def stop_all(grace_s: float = DEFAULT_GRACE_S) -> None:
@@ -58,6 +64,8 @@ def stop_all(grace_s: float = DEFAULT_GRACE_S) -> None:
             proc.stop(grace_s)
         except Exception:  # keep stopping the others
             pass
+        if isinstance(proc, PopenProcess) and proc.pid is not None:
+            ledger.forget(proc.pid)
 
 
 def install_handlers() -> None:
@@ -118,7 +126,20 @@ def find_leftovers() -> list[Leftover]:
         except psutil.Error:
             continue
         found.append(Leftover(pid=proc.pid, owner_pid=int(owner), run_id=run_id, cmdline=cmdline[:200]))
+    seen = {item.pid for item in found}
+    for entry in ledger.orphans():
+        if entry.pid not in seen:
+            found.append(Leftover(pid=entry.pid, owner_pid=entry.owner_pid, run_id=entry.run_id,
+                                  cmdline=_cmdline(entry.pid)))
     return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        proc = psutil.Process(pid)
+        return " ".join(masks.scrub_argv(proc.cmdline())).strip()[:200] or proc.name()
+    except psutil.Error:
+        return "(gone)"
 
 
 def kill_leftovers(grace_s: float = 5.0, *, docker: bool = True) -> list[str]:

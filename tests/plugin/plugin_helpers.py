@@ -7,13 +7,16 @@ from collections.abc import Callable
 
 import psutil
 
+from pytest_sglang.server import ledger
+
 #: The simulator's smallest profile at a compressed time scale: starts in well under a second.
 SIM_LAUNCH = "--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.05"
 OWNER_ENV = "PYTEST_SGLANG_OWNER"
 
 
 def owned_by(pid: int) -> list[psutil.Process]:
-    """Live processes started by the pytest process ``pid`` (tagged with the owner marker)."""
+    """Live processes started by the pytest process ``pid``: tagged with the owner marker, or recorded in
+    the run's ledger (smg writes its title over its environment, and the marker with it)."""
     found = []
     for proc in psutil.process_iter():
         try:
@@ -21,6 +24,13 @@ def owned_by(pid: int) -> list[psutil.Process]:
                 found.append(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
+    pids = {proc.pid for proc in found}
+    for entry in ledger.running():
+        if entry.owner_pid == pid and entry.pid not in pids:
+            try:
+                found.append(psutil.Process(entry.pid))
+            except psutil.Error:
+                continue
     return found
 
 

@@ -168,8 +168,14 @@ def test_a_sigkilled_pytest_leaves_nothing_on_its_local_ray(pytester: pytest.Pyt
         if proc.poll() is None:
             proc.kill()
     # Ray's daemons die with their starter (PR_SET_PDEATHSIG) and the node actors' servers with them.
-    wait_for(lambda: not _on_ray() and not owned_by(proc.pid), 60, "the killed run's servers to end")
+    wait_for(lambda: not _on_ray(), 60, "the killed run's servers to end")
     wait_for(lambda: not (_ray_processes() - before), 60, "the killed run's Ray processes to end")
+    # The gateway ran here, outside Ray: the next run stops it (smg blanks its environment; the ledger).
+    left = owned_by(proc.pid)
+    assert [p.name() for p in left] == ["smg::router"], left
+    result = pytester.runpytest_subprocess("--sglang-kill")
+    result.stdout.fnmatch_lines([f"  stopped pid {left[0].pid} (left by pytest pid {proc.pid}*smg::router*"])
+    wait_for(lambda: not owned_by(proc.pid), 30, "the killed run's gateway to end")
 
 
 # ---- a 2-node cluster on this machine ---------------------------------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 
-from pytest_sglang.server import cleanup
+from pytest_sglang.server import cleanup, ledger
 from pytest_sglang.server.config import LaunchConfig
 from pytest_sglang.server.runner import LAUNCH_ENV, OWNER_ENV, ExitStatus, ProcessRunner, marked_processes
 
@@ -97,6 +97,63 @@ def test_leftovers_of_a_sigkilled_owner_are_found_and_reaped(tmp_path: Path) -> 
     stopped = cleanup.kill_leftovers(grace_s=0.5, docker=False)
     assert any(f"stopped pid {server_pid} (left by pytest pid {owner.pid}" in s for s in stopped)
     assert [x for x in cleanup.find_leftovers() if x.owner_pid == owner.pid] == []
+
+
+# A tracked server that then blanks its environment, as smg does when it sets its title ``smg::router``:
+# the same pid, no owner marker left to read.
+BLANKING_OWNER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from pytest_sglang.server import cleanup
+    from pytest_sglang.server.config import LaunchConfig
+    from pytest_sglang.server.runner import ProcessRunner
+    blank = "import os, sys; os.execve(sys.executable, [sys.executable, '-c', 'import time; time.sleep(120)'], {})"
+    p = ProcessRunner().start(LaunchConfig(command=(sys.executable, "-c", blank)), 1, Path(sys.argv[1]))
+    cleanup.track(p)
+    print(p.pid, flush=True)
+    time.sleep(120)
+""")
+
+
+def test_a_leftover_that_blanked_its_environment_is_found_by_the_ledger(tmp_path: Path) -> None:
+    owner = subprocess.Popen([sys.executable, "-c", BLANKING_OWNER, str(tmp_path / "o.log")],
+                             stdout=subprocess.PIPE, text=True)
+    assert owner.stdout is not None
+    server_pid = int(owner.stdout.readline())
+    server = psutil.Process(server_pid)
+    assert _wait_for(lambda: OWNER_ENV not in server.environ())  # the marker is gone, the pid is the same
+    assert [x for x in cleanup.find_leftovers() if x.pid == server_pid] == []  # its owner lives
+    owner.kill()
+    owner.wait()
+    owner.stdout.close()
+    try:
+        [leftover] = [x for x in cleanup.find_leftovers() if x.pid == server_pid]
+        assert leftover.owner_pid == owner.pid and "time.sleep(120)" in leftover.cmdline
+        stopped = cleanup.kill_leftovers(grace_s=0.5, docker=False)
+        assert any(f"stopped pid {server_pid} (left by pytest pid {owner.pid}" in s for s in stopped)
+        assert not server.is_running()
+        assert [x for x in cleanup.find_leftovers() if x.pid == server_pid] == []
+    finally:
+        if server.is_running():
+            server.kill()
+
+
+def test_the_ledger_ignores_a_reused_pid_and_drops_stale_records(tmp_path: Path) -> None:
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        ledger.record(sleeper.pid, "run")
+        path = ledger.directory() / f"{os.getpid()}-{sleeper.pid}.json"
+        assert path.exists() and [e.pid for e in ledger.running() if e.pid == sleeper.pid] == [sleeper.pid]
+        assert [e for e in ledger.orphans() if e.pid == sleeper.pid] == []  # we, its owner, live
+        # the same pid with another start time is another process: never ours, and its record goes
+        path.write_text(path.read_text().replace('"started": ', '"started": 1'))
+        assert [e for e in ledger.running() if e.pid == sleeper.pid] == [] and not path.exists()
+        path.write_text("{not json")
+        assert [e for e in ledger.running() if e.pid == sleeper.pid] == [] and not path.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        ledger.forget(sleeper.pid)
 
 
 SIGTERMED = textwrap.dedent("""
