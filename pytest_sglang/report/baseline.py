@@ -258,8 +258,15 @@ def _compare_loads(outcome: GateOutcome, old: Sequence[Mapping[str, Any]], new: 
                 continue
             judged.append((metric, limit, before, after))
         for metric, limit, before, after in judged:
-            _add(outcome, _load_check(metric, limit, side(metric, before, old_samples),
-                                      side(metric, after, new_samples), f"load {key}", family=len(judged)))
+            check, noise = _load_check(metric, limit, side(metric, before, old_samples),
+                                       side(metric, after, new_samples), f"load {key}", family=len(judged))
+            _add(outcome, check)
+            if check.passed and noise > limit:
+                # A pass that could not have failed at the limit must not read as "no regression".
+                outcome.notes.append(
+                    f"{metric}: the noise measured in these runs ({noise:.1f}%) is larger than the allowed "
+                    f"regression {fmt(limit)}%, so only a regression beyond {noise:.1f}% fails (load {key}); "
+                    "raise repeats= or requests= to judge the limit")
 
 
 def _workload_differs(outcome: GateOutcome, new: Sequence[str], old: Sequence[str], *, strict: bool) -> None:
@@ -277,8 +284,10 @@ def _add(outcome: GateOutcome, check: Check) -> None:
         outcome.notes.append(f"{check.metric}: {check.detail}")
 
 
-def _load_check(metric: str, limit: float, old: Side, new: Side, what: str, *, family: int) -> Check:
+def _load_check(metric: str, limit: float, old: Side, new: Side, what: str, *, family: int) -> tuple[Check, float]:
     """Regressed when the change is beyond ``limit`` and beyond the noise (:func:`..loadgen.intervals.regressed`).
+
+    Returns the check and the noise (percent): a noise above ``limit`` means the limit cannot be judged.
 
     The required value is the baseline's moved by the larger of the limit and the measured noise
     (the interval's half-width below the point), so that ``measured <op> required`` is exactly that
@@ -300,12 +309,13 @@ def _load_check(metric: str, limit: float, old: Side, new: Side, what: str, *, f
     else:
         interval = "no interval: no noise was measured (no per-request samples, one repeat)"
     repeats = f"{len(old.figures)} vs {len(new.figures)} runs" if max(len(old.figures), len(new.figures)) > 1 else ""
-    return compare("baseline", metric, round(new.center, 4), op, round(worst, 4), unit=_unit(metric),
-                   source="load run vs baseline report",
-                   detail=f"baseline {fmt(round(old.center, 4))}, this run {fmt(round(new.center, 4))} "
-                          f"({shown:+.1f}%), {interval}, allowed regression {fmt(limit)}%: regressed when the "
-                          f"change is beyond it and beyond the noise{'; ' + repeats if repeats else ''}; {what}",
-                   remedy=_LOAD_REMEDY)
+    check = compare("baseline", metric, round(new.center, 4), op, round(worst, 4), unit=_unit(metric),
+                    source="load run vs baseline report",
+                    detail=f"baseline {fmt(round(old.center, 4))}, this run {fmt(round(new.center, 4))} "
+                           f"({shown:+.1f}%), {interval}, allowed regression {fmt(limit)}%: regressed when the "
+                           f"change is beyond it and beyond the noise{'; ' + repeats if repeats else ''}; {what}",
+                    remedy=_LOAD_REMEDY)
+    return check, noise
 
 
 def _noise(old: Side, new: Side) -> str:

@@ -13,7 +13,7 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import Check, GateOutcome
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 from pytest_sglang.loadgen.record import RequestRecord
-from pytest_sglang.report import baseline, text
+from pytest_sglang.report import baseline, html, json_report, markdown, terminal, text
 from pytest_sglang.report.baseline import BaselineContext, parse_limits
 
 SPEC = LoadSpec(requests=200, concurrency=16, input_len=64, output_len=16)
@@ -95,6 +95,18 @@ def test_a_change_within_the_measured_noise_is_not_a_regression() -> None:
     assert check.passed and "(-8.0%)" in check.detail
     # The required value includes the noise: the same verdict as the interval's.
     assert isinstance(check.required, float) and check.required < 0.95 * 1000
+    # A pass that could not have failed at the limit is a visible line, not a quiet green.
+    outcome = compared(old, new, "output_throughput:5%")
+    [line] = [n for n in outcome.notes if "larger than the allowed regression" in n]
+    found = re.match(r"output_throughput: the noise measured in these runs \(([\d.]+)%\) is larger than the "
+                     r"allowed regression 5%, so only a regression beyond ([\d.]+)% fails \(load ", line)
+    assert found and found.group(1) == found.group(2) and float(found.group(1)) > 30, line  # repeats 30% apart
+    assert line.endswith("); raise repeats= or requests= to judge the limit")
+
+
+def test_a_limit_above_the_noise_adds_no_line() -> None:
+    outcome = compared([run(1), run(2), run(3)], [run(4), run(5), run(6)], "output_throughput:5%")
+    assert outcome.passed and not [n for n in outcome.notes if "larger than the allowed" in n]
 
 
 def test_the_verdict_is_deterministic() -> None:
@@ -170,3 +182,23 @@ def test_a_test_in_the_baseline_is_compared() -> None:
     ctx = _context()
     outcome = ctx.outcome("t::old", [run(2)], [], {})
     assert outcome is not None and outcome.checks and ctx.summary({})["not_in_baseline"] == []
+
+
+def test_what_a_passing_comparison_could_not_judge_is_on_the_terminal() -> None:
+    old = [dict(run(1), output_throughput=1000.0), dict(run(2), output_throughput=1300.0),
+           dict(run(3), output_throughput=800.0)]
+    new = [dict(run(4), output_throughput=v) for v in (920.0, 1196.0, 736.0)]
+    outcome = compared(old, new, "output_throughput:5%")
+    assert outcome.passed
+    report = json_report.build_report([], None)
+
+    def shown(verdict: str) -> str:
+        report["tests"] = [{"nodeid": "t::a", "outcome": verdict, "gates": [outcome.to_dict()]}]
+        return "\n".join(terminal.render(report))
+
+    assert "    note: output_throughput: the noise measured in these runs (" in shown("passed"), shown("passed")
+    assert "> `t::a` baseline: output_throughput: the noise measured in these runs (" in markdown.render(report)
+    assert "<code>t::a</code> baseline: output_throughput: the noise measured in these runs (" in html.render(report)
+    # A failing test says it in its assertion message instead: no second copy in the reports.
+    assert "note: output_throughput" not in shown("failed")
+    assert "the noise measured" not in markdown.render(report) + html.render(report)
