@@ -31,7 +31,8 @@ def render(report: Mapping[str, Any]) -> str:
     lines += _failovers(report.get("fleet"))
     lines += _baseline(report.get("baseline"))
     lines += [f"> {n}" for n in report.get("notes", [])]
-    lines += [f"> `{nodeid}` baseline: {note}" for nodeid, note in text.passed_baseline_notes(report)]
+    lines += [f"> `{test['nodeid']}` baseline: {note}"
+              for test in report.get("tests", []) for note in text.passed_baseline_notes(test)]
     # Server-provided text (model names, error bodies) must not smuggle escape sequences into a log.
     return clean_text("\n".join(lines).rstrip()) + "\n"
 

@@ -109,7 +109,7 @@ def _table(report: Mapping[str, Any]) -> list[str]:
         for gate in test["gates"]:
             for check in gate["checks"]:
                 lines += _row(gate["gate"], check)
-        for _, note in text.passed_baseline_notes({"tests": [test]}):
+        for note in text.passed_baseline_notes(test):
             lines += textwrap.wrap(note, width=WIDTH, initial_indent="    note: ", subsequent_indent="      ")
         lines += _workload_lines(test.get("loads") or [])
     if len(lines) == 1:

@@ -42,16 +42,21 @@ def track(proc: RunningProcess) -> None:
     install_handlers()
     with _lock:
         _live.append(proc)
-    if isinstance(proc, PopenProcess) and proc.pid is not None:  # a local process (containers: by label)
-        ledger.record(proc.pid, RUN_ID)
+    if (pid := _local_pid(proc)) is not None:
+        ledger.record(pid, RUN_ID)
 
 
 def untrack(proc: RunningProcess) -> None:
     with _lock:
         if proc in _live:
             _live.remove(proc)
-    if isinstance(proc, PopenProcess) and proc.pid is not None:
-        ledger.forget(proc.pid)
+    if (pid := _local_pid(proc)) is not None:
+        ledger.forget(pid)
+
+
+def _local_pid(proc: RunningProcess) -> int | None:
+    """The pid the ledger records: a local process's (containers are found by label, Ray servers by actor)."""
+    return proc.pid if isinstance(proc, PopenProcess) else None
 
 
 def stop_all(grace_s: float = DEFAULT_GRACE_S) -> None:
@@ -64,8 +69,8 @@ def stop_all(grace_s: float = DEFAULT_GRACE_S) -> None:
             proc.stop(grace_s)
         except Exception:  # keep stopping the others
             pass
-        if isinstance(proc, PopenProcess) and proc.pid is not None:
-            ledger.forget(proc.pid)
+        if (pid := _local_pid(proc)) is not None:
+            ledger.forget(pid)
 
 
 def install_handlers() -> None:
@@ -121,25 +126,22 @@ def find_leftovers() -> list[Leftover]:
         owner, _, run_id = marker.partition(":")
         if not owner.isdigit() or _owner_alive(int(owner)):
             continue
-        try:
-            cmdline = " ".join(masks.scrub_argv(proc.cmdline()))
-        except psutil.Error:
-            continue
-        found.append(Leftover(pid=proc.pid, owner_pid=int(owner), run_id=run_id, cmdline=cmdline[:200]))
+        if (cmdline := _cmdline(proc.pid)) is not None:
+            found.append(Leftover(pid=proc.pid, owner_pid=int(owner), run_id=run_id, cmdline=cmdline))
     seen = {item.pid for item in found}
     for entry in ledger.orphans():
-        if entry.pid not in seen:
-            found.append(Leftover(pid=entry.pid, owner_pid=entry.owner_pid, run_id=entry.run_id,
-                                  cmdline=_cmdline(entry.pid)))
+        if entry.pid not in seen and (cmdline := _cmdline(entry.pid)) is not None:
+            found.append(Leftover(pid=entry.pid, owner_pid=entry.owner_pid, run_id=entry.run_id, cmdline=cmdline))
     return found
 
 
-def _cmdline(pid: int) -> str:
+def _cmdline(pid: int) -> str | None:
+    """Its scrubbed command line (its name when the title blanked it), or None once it is gone."""
     try:
         proc = psutil.Process(pid)
         return " ".join(masks.scrub_argv(proc.cmdline())).strip()[:200] or proc.name()
     except psutil.Error:
-        return "(gone)"
+        return None
 
 
 def kill_leftovers(grace_s: float = 5.0, *, docker: bool = True) -> list[str]:
