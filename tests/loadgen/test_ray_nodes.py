@@ -21,6 +21,7 @@ from sim_model import SHAPE, STEP_S
 from pytest_sglang.errors import ConfigError, LoadGenError
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.ray_nodes import run_nodes
+from pytest_sglang.loadgen.stats import calculate_metrics
 
 __all__ = ["ray_cluster", "ray_nodes"]
 
@@ -36,9 +37,13 @@ def test_shards_run_on_both_nodes_and_merge_exactly(sim_url: str, ray_nodes: lis
     assert len({s["pid"] for s in shards}) == 2 and os.getpid() not in {s["pid"] for s in shards}
     assert all(0 < s["cpu_s"] < result.duration + 1 for s in shards)
     assert result.workload_context()["load shards"].startswith("2 shards on 2 Ray nodes: ")
-    # bench_serving metrics from the merged records, on one timeline: both shards started at the release.
-    assert 0.9 * STEP_S * 1000 <= result.median_itl_ms <= 1.6 * STEP_S * 1000
-    assert 0.5 * 8 / STEP_S <= result.output_throughput <= 1.1 * 8 / STEP_S
+    # bench_serving metrics recomputed from the merged records agree exactly: nothing lost in the merge.
+    # (Their size depends on how busy the machine is, so only the simulator's floor is asserted.)
+    again = calculate_metrics(result.records, result.duration)
+    for key in ("median_itl_ms", "p99_ttft_ms", "mean_e2e_latency_ms", "output_throughput"):
+        assert getattr(result, key) == pytest.approx(again[key], rel=1e-9), key
+    assert result.mean_itl_ms > 0 and result.median_e2e_latency_ms >= 31 * STEP_S * 1000  # 32 steps at least
+    # One timeline: both shards started at the release.
     assert sorted(r.start for r in result.records)[1] < 0.5
     assert result.duration >= max(r.start + r.e2e for r in result.records) - 1e-9
     assert result.server_view["peak_num_running_reqs"] >= 1  # shard 0 sampled /metrics
@@ -51,7 +56,10 @@ def test_shards_send_back_bounded_records(sim_url: str, ray_nodes: list[str]) ->
     result = run_load(sim_url, spec)
     assert result.completed == 60 and result.total_output_tokens == 60 * 8  # exact over every request
     assert len(result.records) <= 10 and result.percentile_sample == len(result.records)
-    assert result.median_itl_ms > 0
+    # Percentiles come from the kept records; the mean from every request. A busy client can read a
+    # request's tokens in one go (gaps of 0), so the median may be 0, but the gaps must still be there.
+    assert all(r.itl for r in result.records) and result.mean_itl_ms > 0
+    assert result.median_itl_ms == pytest.approx(calculate_metrics(result.records, result.duration)["median_itl_ms"])
 
 
 def test_processes_per_node(sim_url: str, ray_nodes: list[str]) -> None:
