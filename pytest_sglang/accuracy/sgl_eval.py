@@ -14,11 +14,13 @@ How it runs:
   Zero-shot, as sgl-eval asks; ``--n-repeats 1``, so the score is a binomial proportion.
 - One subprocess in its own session, its output in a log file (never a pipe), one deadline. On the
   deadline or Ctrl-C it gets SIGINT first (sgl-eval then aborts its requests and writes partial
-  metrics, exit 130), and after :data:`GRACE_S` its whole process tree is killed.
+  metrics, exit 130), and after :data:`GRACE_S` its whole process tree is killed, with every process
+  that carries the run's mark in its environment (a descendant that left the group).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -26,8 +28,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Literal
@@ -43,7 +47,7 @@ from pytest_sglang.accuracy.verdict import AccuracyResult, EvalRunError
 from pytest_sglang.errors import ConfigError, ServerUnavailable
 from pytest_sglang.server.client import make_client
 from pytest_sglang.server.phases import log_tail
-from pytest_sglang.server.runner import OWNER_ENV, owner_marker
+from pytest_sglang.server.runner import LAUNCH_ENV, OWNER_ENV, kill_processes, marked_processes, owner_marker
 from pytest_sglang.server.url import ServerURL
 
 Runner = Literal["builtin", "sgl-eval"]
@@ -166,13 +170,18 @@ def _supervise(argv: list[str], log_path: Path, timeout_s: float,
 
     Ctrl-C (KeyboardInterrupt) stops the tree too, then propagates.
     """
+    # A mark of this run in the environment, which every descendant inherits: a descendant may leave the
+    # process group that stop() kills.
+    mark = uuid.uuid4().hex
     # TQDM_DISABLE: its bars redraw many times a second; the log keeps what matters (warnings, tracebacks).
-    env = {**os.environ, "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1", OWNER_ENV: owner_marker()}
-    with log_path.open("ab") as log:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
-    end = time.monotonic() + timeout_s
+    env = {**os.environ, "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1", OWNER_ENV: owner_marker(),
+           LAUNCH_ENV: mark}
+    proc: subprocess.Popen[bytes] | None = None
     try:
+        with _ctrl_c_held(), log_path.open("ab") as log:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    env=env, start_new_session=True)
+        end = time.monotonic() + timeout_s
         while True:
             try:
                 code = proc.wait(timeout=max(0.0, min(POLL_S, end - time.monotonic())))
@@ -185,8 +194,29 @@ def _supervise(argv: list[str], log_path: Path, timeout_s: float,
                 if time.monotonic() >= end:
                     return stop(proc), True
     finally:
-        if proc.poll() is None:  # Ctrl-C or an error of ours: never leave it running
+        if proc is not None and proc.poll() is None:  # Ctrl-C or an error of ours: never leave it running
             stop(proc)
+        kill_processes([found for found, _ in marked_processes(LAUNCH_ENV, mark)], grace_s=0.0)
+
+
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Hold a Ctrl-C until the block ends, then raise it.
+
+    A KeyboardInterrupt between the fork and Popen's return would lose the only handle on the started
+    tree (seen in CI). Signals reach only the main thread, so elsewhere there is nothing to hold.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)
 
 
 def stop(proc: subprocess.Popen[bytes], grace_s: float = GRACE_S) -> int | None:

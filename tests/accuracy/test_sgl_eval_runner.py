@@ -126,6 +126,38 @@ def test_ctrl_c_stops_the_sgl_eval_tree(sim_factory: SimFactory, sgl_eval_exe: P
     assert _sgl_eval_processes(str(tmp_path)) == []
 
 
+def test_ctrl_c_as_sgl_eval_starts_stops_its_tree_even_outside_its_group(
+        sim_factory: SimFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ctrl-C after the fork and before Popen returns (seen in CI: the CLI test's SIGINT came while Popen
+    # ran). The stand-in says when SIGINT reaches it (stop() ran on it) and leaves behind a descendant
+    # in a session of its own, reparented: out of reach of the group's SIGKILL and of its process tree.
+    fake = tmp_path / "sgl-eval"
+    fake.write_text("#!/bin/sh\ntrap 'echo stopped by SIGINT; exit 130' INT\n"
+                    f'( setsid {sys.executable} -c "import time; time.sleep(300)" "$0" & )\n'
+                    "sleep 300 &\nwait\n")
+    fake.chmod(0o755)
+    url = sim_factory().url
+    real_popen = subprocess.Popen
+
+    def interrupted_popen(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        proc: subprocess.Popen[bytes] = real_popen(*args, **kwargs)  # type: ignore[call-overload]
+        end = time.monotonic() + 30
+        while len(_sgl_eval_processes(str(fake))) < 2:  # sh (then sleep) and its setsid descendant
+            assert time.monotonic() < end
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)  # as a terminal's Ctrl-C would, while Popen has not returned
+        time.sleep(0.5)  # the signal's handler runs here, before the return
+        return proc
+
+    monkeypatch.setattr(subprocess, "Popen", interrupted_popen)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(url, Harness(task="arithmetic", num_examples=3), runner="sgl-eval", sgl_eval=fake,
+                 work_dir=tmp_path / "work")
+    monkeypatch.undo()
+    assert _sgl_eval_processes(str(fake)) == []
+    assert "stopped by SIGINT" in (tmp_path / "work" / "sgl-eval.log").read_text()
+
+
 def test_a_crashing_sgl_eval_is_an_error_with_its_log(sim_factory: SimFactory, tmp_path: Path) -> None:
     fake = tmp_path / "sgl-eval"
     fake.write_text("#!/bin/sh\necho 'Traceback: something broke' >&2\nexit 1\n")
