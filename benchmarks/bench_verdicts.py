@@ -6,15 +6,20 @@ per-request samples) measured against simulators launched as subprocesses
 (``python -m pytest_sglang.simulator``): one server (``single``), 2 workers behind smg with its default
 policy (``fleet``: cache_aware) and with ``--policy round_robin`` (``fleet-rr``).
 
-A "run" is ``--repeats`` loads of the shape (the marker's ``repeats=``), each load with other prompts
-(seed + k, as the marker's repeats do) so that none hits the prefix cache another filled: the loads
-are independent samples of one configuration. To stay affordable the
-comparisons reuse loads: ``--pool`` healthy loads are measured once, and each A/A comparison draws two
-disjoint sets of ``--repeats`` loads from them (seeded), one the baseline, one the candidate.
+A "run" is what one gate session does: a **fresh launch** of the setup and ``--repeats`` loads of the
+shape against it (the marker's ``repeats=``, each repeat with other prompts, seed + k, so that none hits
+the prefix cache another filled). Every launch sends the same prompts, as two sessions of one suite do.
+A run from one launch is never compared with a run from the same launch: a gateway's routing state
+(smg's cache-aware tree) carries over from load to load, so repeats of one launch are not independent
+of each other, and only separate launches show the variance a baseline and a candidate really differ by.
+To stay affordable, runs are reused: ``--launches`` healthy runs are measured once, and the A/A
+comparisons are distinct pairs of them (seeded draw); each detection comparison pairs a healthy run
+with one of ``--bad-launches`` runs of the regressed server.
 
-- **A/A**: ``--comparisons`` draws. Goal: at most 1 % of comparisons fail.
-- **Detection**: the same configuration with an injected regression (``--pool``/2 loads); each
-  comparison draws ``--repeats`` healthy loads as the baseline and ``--repeats`` regressed ones:
+- **A/A**: ``--comparisons`` pairs of healthy runs. Goal: at most 1 % of comparisons fail. The pairs
+  share runs (15 launches make 105 pairs), so the rate rests on fewer independent runs than pairs.
+- **Detection**: a healthy run as the baseline, a run of the same setup with an injected regression as
+  the candidate:
   - throughput: the whole simulated server 1/0.9 times slower (``--sim-time-scale``): output
     throughput -10 %;
   - p99 TTFT: the whole server 1.2 times slower: every latency, p99 TTFT included, +20 %.
@@ -23,7 +28,7 @@ disjoint sets of ``--repeats`` loads from them (seeded), one the baseline, one t
   The injected change actually measured (means of the runs) is printed next to the rate. Goal: at
   least 95 % of comparisons fail on that metric.
 
-Run: ``python benchmarks/bench_verdicts.py [--comparisons 100] [--repeats 3] [--pool 12]``.
+Run: ``python benchmarks/bench_verdicts.py [--comparisons 100] [--repeats 3] [--launches 15] [--bad-launches 7]``.
 """
 
 from __future__ import annotations
@@ -112,14 +117,25 @@ def serving(work: Path, name: str, workers: int, extra: Sequence[str], policy: s
             sim.stop()
 
 
-def measure(url: str, spec: LoadSpec, runs: int) -> list[dict[str, Any]]:
-    """``runs`` loads of the shape, each with other prompts (as the marker's repeats: a cold prefix cache)."""
+def measure(url: str, spec: LoadSpec, repeats: int) -> list[dict[str, Any]]:
+    """One run: ``repeats`` loads of the shape, each with other prompts (as the marker's repeats)."""
     out = []
-    for k in range(runs):
+    for k in range(repeats):
         result = run_load(url, dataclasses.replace(spec, seed=spec.seed + k))
         if result.failed:
             raise SystemExit(f"a load failed requests ({result.errors}): the benchmark measures healthy runs")
         out.append(result.to_dict())
+    return out
+
+
+def runs(work: Path, name: str, setup_name: str, slower: float, spec: LoadSpec, launches: int,
+         repeats: int) -> list[list[dict[str, Any]]]:
+    """``launches`` runs, each from a fresh launch of the setup (``slower``: the injected slowdown)."""
+    workers, scale, policy = SETUPS[setup_name]
+    out = []
+    for i in range(launches):
+        with serving(work, f"{name}-{i}", workers, time_scale(scale, slower), policy) as url:
+            out.append(measure(url, spec, repeats))
     return out
 
 
@@ -130,44 +146,48 @@ def failed_metrics(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> set[
     return {c.metric for c in outcome.checks if not c.passed}
 
 
-def change_pct(old: list[dict[str, Any]], new: list[dict[str, Any]], metric: str) -> float:
-    before = statistics.fmean(d[metric] for d in old)
-    return (statistics.fmean(d[metric] for d in new) / before - 1) * 100
+def change_pct(old: list[list[dict[str, Any]]], new: list[list[dict[str, Any]]], metric: str) -> float:
+    before = statistics.fmean(d[metric] for run in old for d in run)
+    return (statistics.fmean(d[metric] for run in new for d in run) / before - 1) * 100
+
+
+def pairs(rng: random.Random, count: int, left: int, right: int | None = None) -> list[tuple[int, int]]:
+    """``count`` distinct pairs of run indices: (i, j), i < j, of one set, or one of each of two sets."""
+    every = ([(i, j) for i in range(left) for j in range(i + 1, left)] if right is None
+             else [(i, j) for i in range(left) for j in range(right)])
+    return rng.sample(every, min(count, len(every)))
 
 
 def setup(work: Path, name: str, spec: LoadSpec, opts: argparse.Namespace) -> dict[str, Any]:
     workers, scale, policy = SETUPS[name]
     started = time.perf_counter()
-    bad = max(opts.pool // 2, opts.repeats)
-    with serving(work, f"{name}-a", workers, time_scale(scale), policy) as url:
-        healthy = measure(url, spec, opts.pool)
-    with serving(work, f"{name}-tput", workers, time_scale(scale, 1 / 0.9), policy) as url:
-        slower_10 = measure(url, spec, bad)
-    with serving(work, f"{name}-ttft", workers, time_scale(scale, 1.2), policy) as url:
-        slower_20 = measure(url, spec, bad)
+    healthy = runs(work, f"{name}-a", name, 1.0, spec, opts.launches, opts.repeats)
+    slower_10 = runs(work, f"{name}-tput", name, 1 / 0.9, spec, opts.bad_launches, opts.repeats)
+    slower_20 = runs(work, f"{name}-ttft", name, 1.2, spec, opts.bad_launches, opts.repeats)
     measured_s = time.perf_counter() - started
     started = time.perf_counter()
     rng = random.Random(opts.seed)
     alarms: dict[str, int] = {}
+    aa = pairs(rng, opts.comparisons, len(healthy))
     false = 0
-    for _ in range(opts.comparisons):
-        drawn = rng.sample(healthy, 2 * opts.repeats)
-        failed = failed_metrics(drawn[:opts.repeats], drawn[opts.repeats:])
+    for i, j in aa:
+        failed = failed_metrics(healthy[i], healthy[j])
         false += bool(failed)
         for m in failed:
             alarms[m] = alarms.get(m, 0) + 1
-    tput = [failed_metrics(rng.sample(healthy, opts.repeats), rng.sample(slower_10, opts.repeats))
-            for _ in range(opts.comparisons)]
-    ttft = [failed_metrics(rng.sample(healthy, opts.repeats), rng.sample(slower_20, opts.repeats))
-            for _ in range(opts.comparisons)]
+    n = opts.comparisons
+    tput = [failed_metrics(healthy[i], slower_10[j]) for i, j in pairs(rng, n, len(healthy), len(slower_10))]
+    ttft = [failed_metrics(healthy[i], slower_20[j]) for i, j in pairs(rng, n, len(healthy), len(slower_20))]
+    spread = [statistics.fmean(d["output_throughput"] for d in run) for run in healthy]
     return {
-        "name": name, "scale": scale, "pairs": opts.comparisons,
+        "name": name, "scale": scale, "pairs": len(aa),
         "policy": policy or ("smg's default" if workers else "none (one server)"),
         "false": false, "alarms": alarms,
         "tput": (sum("output_throughput" in f for f in tput), len(tput),
                  change_pct(healthy, slower_10, "output_throughput")),
         "ttft": (sum("p99_ttft_ms" in f for f in ttft), len(ttft), change_pct(healthy, slower_20, "p99_ttft_ms")),
-        "loads": len(healthy) + len(slower_10) + len(slower_20), "measured_s": measured_s,
+        "runs": (len(healthy), len(slower_10) + len(slower_20)), "spread": (min(spread), max(spread)),
+        "loads": opts.repeats * (len(healthy) + len(slower_10) + len(slower_20)), "measured_s": measured_s,
         "judged_s": time.perf_counter() - started,
     }
 
@@ -179,7 +199,10 @@ def main() -> int:
     parser.add_argument("--comparisons", "--runs", type=int, default=100,
                         help="A/A comparisons per setup, and as many per injected regression")
     parser.add_argument("--repeats", type=int, default=3, help="loads per run (the marker's repeats=)")
-    parser.add_argument("--pool", type=int, default=12, help="healthy loads measured per setup")
+    parser.add_argument("--launches", type=int, default=15,
+                        help="healthy runs per setup, each a fresh launch (A/A pairs: launches x (launches-1) / 2)")
+    parser.add_argument("--bad-launches", type=int, default=7,
+                        help="runs per injected regression, each a fresh launch (pairs: launches x bad-launches)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--requests", type=int, default=128)
     parser.add_argument("--concurrency", type=int, default=32)
@@ -192,12 +215,17 @@ def main() -> int:
     unknown = sorted(set(opts.setups.split(",")) - set(SETUPS))
     if unknown:
         parser.error(f"--setups {opts.setups}: unknown {', '.join(unknown)}; choose from {', '.join(SETUPS)}")
-    if opts.repeats < 1 or opts.pool < 2 * opts.repeats or opts.comparisons < 1:
-        parser.error("need --repeats >= 1, --pool >= 2 * --repeats (two disjoint runs) and --comparisons >= 1")
+    if opts.repeats < 1 or opts.launches < 2 or opts.bad_launches < 1 or opts.comparisons < 1:
+        parser.error("need --repeats >= 1, --launches >= 2 (a pair), --bad-launches >= 1 and --comparisons >= 1")
+    fewest = min(opts.launches * (opts.launches - 1) // 2, opts.launches * opts.bad_launches)
+    if fewest < opts.comparisons:
+        parser.error(f"--launches {opts.launches} and --bad-launches {opts.bad_launches} make only {fewest} distinct "
+                     f"pairs, fewer than --comparisons {opts.comparisons}: launch more or compare fewer")
     spec = LoadSpec(requests=opts.requests, concurrency=opts.concurrency, input_len=opts.input_len,
                     output_len=opts.output_len, model="sim/tiny-llama")
     print(f"load: {spec.shape()}; limits --sglang-max-regression {LIMITS}; runs of "
-          f"{opts.repeats} repeats drawn from {opts.pool} healthy loads per setup; {opts.comparisons} comparisons each")
+          f"{opts.repeats} repeats, each run a fresh launch: {opts.launches} healthy and {opts.bad_launches} "
+          f"per injection per setup; {opts.comparisons} comparisons each")
     total = time.perf_counter()
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench-verdicts-") as tmp:
@@ -220,7 +248,11 @@ def report(row: dict[str, Any]) -> bool:
         ok &= hit / n >= DETECTION_GOAL
         print(f"[{row['name']}] detection of {metric} {injected} (measured {change:+.1f}%): {hit}/{n} = "
               f"{hit / n:.1%} (goal >= {DETECTION_GOAL:.0%})")
-    print(f"[{row['name']}] wall: {row['loads']} loads in {row['measured_s']:.1f} s, "
+    low, high = row["spread"]
+    print(f"[{row['name']}] healthy runs' mean output throughput {low:,.1f}-{high:,.1f} tok/s "
+          f"({(high / low - 1) * 100:.1f}% apart) over {row['runs'][0]} launches")
+    print(f"[{row['name']}] wall: {row['runs'][0] + row['runs'][1]} launches, {row['loads']} loads in "
+          f"{row['measured_s']:.1f} s, "
           f"{row['pairs'] + row['tput'][1] + row['ttft'][1]} verdicts in {row['judged_s']:.1f} s", flush=True)
     return ok
 
