@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Literal
 
 import httpx
-import psutil
 
 from pytest_sglang import redaction
 from pytest_sglang.accuracy import sgl_eval_io as io
@@ -47,7 +46,7 @@ from pytest_sglang.accuracy.verdict import AccuracyResult, EvalRunError
 from pytest_sglang.errors import ConfigError, ServerUnavailable
 from pytest_sglang.server.client import make_client
 from pytest_sglang.server.phases import log_tail
-from pytest_sglang.server.runner import LAUNCH_ENV, OWNER_ENV, kill_processes, marked_processes, owner_marker
+from pytest_sglang.server.runner import LAUNCH_ENV, OWNER_ENV, kill_marked, owner_marker
 from pytest_sglang.server.url import ServerURL
 
 Runner = Literal["builtin", "sgl-eval"]
@@ -196,7 +195,7 @@ def _supervise(argv: list[str], log_path: Path, timeout_s: float,
     finally:
         if proc is not None and proc.poll() is None:  # Ctrl-C or an error of ours: never leave it running
             stop(proc)
-        kill_processes([found for found, _ in marked_processes(LAUNCH_ENV, mark)], grace_s=0.0)
+        kill_marked(mark, grace_s=0.0)  # on every path: what left the group stop() kills
 
 
 @contextlib.contextmanager
@@ -220,11 +219,7 @@ def _ctrl_c_held() -> Iterator[None]:
 
 
 def stop(proc: subprocess.Popen[bytes], grace_s: float = GRACE_S) -> int | None:
-    """SIGINT (sgl-eval writes partial metrics), then SIGKILL to its whole tree; its exit code."""
-    try:
-        tree = psutil.Process(proc.pid).children(recursive=True)
-    except psutil.Error:
-        tree = []
+    """SIGINT (sgl-eval writes partial metrics), then SIGKILL to its process group; its exit code."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
         try:
@@ -235,12 +230,6 @@ def stop(proc: subprocess.Popen[bytes], grace_s: float = GRACE_S) -> int | None:
         os.killpg(proc.pid, signal.SIGKILL)  # start_new_session: its pid is its group
     except (ProcessLookupError, PermissionError):
         pass
-    for child in tree:  # descendants that left the group
-        try:
-            child.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(tree, timeout=2.0)
     try:
         return proc.wait(timeout=5.0)
     except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)

@@ -35,7 +35,8 @@ from pytest_sglang.simulator import profiles
 # The shared shapes live in .base (no import cycle with the docker runner); named here too.
 __all__ = [
     "DEFAULT_GRACE_S", "LAUNCH_ENV", "OWNER_ENV", "RUN_ID", "ExitStatus", "PopenProcess", "ProcessRunner",
-    "Runner", "RunningProcess", "SimulatorRunner", "get_runner", "kill_processes", "marked_processes",
+    "Runner", "RunningProcess", "SimulatorRunner", "get_runner", "kill_marked", "kill_processes",
+    "marked_processes",
     "signal_name",
 ]
 
@@ -75,6 +76,16 @@ def kill_processes(procs: list[psutil.Process], grace_s: float) -> None:
     psutil.wait_procs(alive, timeout=2.0)
 
 
+def kill_marked(launch_id: str, grace_s: float) -> None:
+    """Stop the processes whose environment carries ``launch_id``.
+
+    Descendants that left their group (setsid, daemonised schedulers) still carry the marker.
+    """
+    leftovers = [proc for proc, _ in marked_processes(LAUNCH_ENV, launch_id)]
+    if leftovers:
+        kill_processes(leftovers, grace_s)
+
+
 def _quiet(action: Callable[[], object]) -> None:
     try:
         action()
@@ -103,10 +114,7 @@ class PopenProcess:
         if not self._stopped:
             self._stopped = True
             self._stop_group(grace_s)
-            # Descendants that left the group (setsid, daemonised schedulers) still carry our marker.
-            leftovers = [p for p, _ in marked_processes(LAUNCH_ENV, self.launch_id)]
-            if leftovers:
-                kill_processes(leftovers, min(grace_s, 5.0))
+            kill_marked(self.launch_id, min(grace_s, 5.0))
             scrub_log_file(self.log_path)
         return self.exit_status()
 
