@@ -20,7 +20,14 @@ from pathlib import Path
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.fleet.discovery import GatewayFlavor, Role
-from pytest_sglang.server.runner import LAUNCH_ENV, OWNER_ENV, PopenProcess, owner_marker, require_process_groups
+from pytest_sglang.server.runner import (
+    LAUNCH_ENV,
+    OWNER_ENV,
+    PopenProcess,
+    owner_marker,
+    require_process_groups,
+    spawn,
+)
 from pytest_sglang.sglang.gateway_args import check_gateway_flags, display_gateway_argv, register_gateway_secrets
 
 __all__ = ["GatewayCommand", "GatewayMember", "check_args_for", "gateway_argv", "resolve_command", "start_gateway"]
@@ -178,6 +185,5 @@ def start_gateway(argv: list[str], *, url: str, log_path: Path, env: dict[str, s
         log.write(f"# pytest-sglang {time.strftime('%Y-%m-%d %H:%M:%S')}: "
                   f"{' '.join(display_gateway_argv(argv))}\n".encode())
         log.flush()
-        popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=child,
-                                 start_new_session=True, close_fds=True)
+        popen = spawn(argv, log=log, env=child, launch_id=launch_id)
     return PopenProcess(popen, url, log_path, launch_id, argv)

@@ -130,11 +130,11 @@ STATISTICS: dict[str, tuple[str, Callable[[Samples], float]]] = {
 
 
 def _resample(s: Samples, kind: str, rng: random.Random) -> Samples:
+    # choices draws an index per value from one random() each: 3x faster than randrange per value.
     if kind == "itl":
-        n = len(s.itl_ms)
-        return Samples(itl_ms=tuple(s.itl_ms[rng.randrange(n)] for _ in range(n)))
+        return Samples(itl_ms=tuple(rng.choices(s.itl_ms, k=len(s.itl_ms))))
     n = s.requests
-    picks = [rng.randrange(n) for _ in range(n)]
+    picks = rng.choices(range(n), k=n)
     out = s.output_len if len(s.output_len) == n else (1.0,) * n
     e2e = s.e2e_ms if len(s.e2e_ms) == n else (1.0,) * n
     return Samples(ttft_ms=tuple(s.ttft_ms[i] for i in picks), e2e_ms=tuple(e2e[i] for i in picks),
@@ -316,3 +316,42 @@ def regressed(change: Interval, allowed_pct: float) -> bool:
     if not change.measured:
         return change.point > allowed_pct
     return change.point > allowed_pct and change.low > 0.0
+
+
+#: Repeats each run needs before :func:`every_pair_regressed` can decide: with 3 against 3, the 9
+#: pairs all fall one way in 1 of 20 orderings of exchangeable repeats, before each pair must also
+#: clear the limit and its own noise.
+MIN_REPEATS_EVERY_PAIR = 3
+
+
+def repeat_sides(metric: str, figures: Sequence[float], samples: Sequence[Samples] | None, *,
+                 seed: int = SEED) -> list[Side]:
+    """One :class:`Side` per repeat (its figure and its own bootstrap); [] when figures and samples differ."""
+    if samples is None or len(samples) != len(figures):
+        return []
+    return [side(metric, [figure], one, seed=seed) for figure, one in zip(figures, samples, strict=True)]
+
+
+def every_pair_regressed(old: Sequence[Side], new: Sequence[Side], allowed_pct: float, higher_is_better: bool,
+                         confidence: float = CONFIDENCE) -> Interval | None:
+    """The weakest pair's regression when every repeat of ``new`` regressed against every repeat of ``old``.
+
+    The mean's interval takes the repeats' spread as noise, so one wild repeat widens it until it
+    cannot exclude "no change" even when every repeat of the candidate is worse than every repeat
+    of the baseline: a +20 % p99 TTFT behind a gateway, one of whose 21 repeats doubled, was judged
+    not regressed in 15 of 100 comparisons (``benchmarks/bench_verdicts.py``). Judged pair by pair
+    (each pair's interval from the two repeats' bootstraps, :func:`regressed`), that run is a
+    regression; a pair that is not, or fewer than :data:`MIN_REPEATS_EVERY_PAIR` repeats a side,
+    returns None. The returned interval is the pair with the smallest regression.
+    """
+    if min(len(old), len(new)) < MIN_REPEATS_EVERY_PAIR:
+        return None
+    weakest: Interval | None = None
+    for before in old:
+        for after in new:
+            change = regression_interval(ratio_interval(before, after, confidence), higher_is_better)
+            if not change.measured or not regressed(change, allowed_pct):
+                return None
+            if weakest is None or change.point < weakest.point:
+                weakest = change
+    return weakest

@@ -7,7 +7,8 @@ than the baseline's is a regression even when it still meets the marker's floor)
 A load metric is judged with the noise measured in the same runs (:mod:`..loadgen.intervals`): the
 per-request samples each load stores (bootstrap) and the spread of repeated runs of one shape give a
 95% interval of the change, and a metric **regressed when the change is beyond the allowed
-regression and beyond the noise** (the interval excludes "no change"). A percentile from too few
+regression and beyond the noise** (the interval excludes "no change"), or, with 3 or more repeats
+a side, when every repeat regressed so against every baseline repeat. A percentile from too few
 requests (a p99 of fewer than 100) is not compared,
 with a line saying so. A regression fails **the test that measured the metric** (the plugin calls
 :func:`baseline_outcome` in that test's call phase), with both values, the interval and the limit in
@@ -35,15 +36,19 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.files import read_capped
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import Check, GateOutcome, compare
+from pytest_sglang.gates.shares import worker_shares
 from pytest_sglang.gates.throughput import FLOORS
 from pytest_sglang.loadgen import LoadResult
 from pytest_sglang.loadgen.intervals import (
     CONFIDENCE,
     Samples,
     Side,
+    every_pair_regressed,
     ratio_interval,
+    regressed,
     regression_interval,
     reliable,
+    repeat_sides,
     side,
     simultaneous,
     unreliable_note,
@@ -184,6 +189,9 @@ def compare_test(nodeid: str, old_test: Mapping[str, Any], loads: Sequence[Mappi
     """
     outcome = GateOutcome("baseline", context={"baseline": baseline_name, "test": nodeid})
     _compare_loads(outcome, old_test.get("loads", []), loads, limits, strict=strict)
+    split = routing_split_note(old_test.get("gates", []), gates)
+    if split is not None and outcome.checks:
+        outcome.notes.append(split)
     old_figures, new_figures = gate_figures(old_test.get("gates", []), limits), gate_figures(gates, limits)
     for (gate, metric), (after, unit) in new_figures.items():
         if (gate, metric) in old_figures:
@@ -197,6 +205,37 @@ def compare_test(nodeid: str, old_test: Mapping[str, Any], loads: Sequence[Mappi
         outcome.notes.append(f"limits: {', '.join(f'{m} {fmt(limits.per_metric[m])}%' for m in compared)} "
                              f"(--sglang-max-regression) against {baseline_name}")
     return outcome
+
+
+#: Percentage points by which the busiest worker's share must differ for the split to be reported.
+SPLIT_NOTE_PP = 10.0
+
+
+def routing_split_note(old_gates: Sequence[GateOutcome | Mapping[str, Any]],
+                       new_gates: Sequence[GateOutcome | Mapping[str, Any]]) -> str | None:
+    """A line when a gateway split the test's requests between its workers differently than in the baseline.
+
+    A fleet's throughput and latency follow how the gateway spread the load (one worker with most
+    requests runs bigger, slower batches): smg's cache-aware policy, balanced by a load poll every
+    ``--load-monitor-interval`` seconds, split the same load 122/7 in one launch and 64/65 in
+    another (docs/fleet.md). Shares are compared sorted, largest first: worker URLs differ between
+    launches.
+    """
+    def split(gates: Sequence[GateOutcome | Mapping[str, Any]]) -> list[float] | None:
+        for gate in gates:
+            shares = worker_shares(gate)
+            if shares:
+                return sorted((v * 100 for v in shares.values()), reverse=True)
+        return None
+
+    old, new = split(old_gates), split(new_gates)
+    if old is None or new is None or len(old) != len(new) or abs(old[0] - new[0]) < SPLIT_NOTE_PP:
+        return None
+    shown = ("/".join(f"{v:.0f}" for v in shares) + " %" for shares in (old, new))
+    return (f"the gateway split the requests between its workers differently: baseline {next(shown)}, this run "
+            f"{next(shown)} (largest share first): a fleet's figures follow its routing, so a change here may be "
+            "the gateway's routing, not the workers (a deterministic policy, e.g. --policy round_robin, "
+            "separates the two)")
 
 
 def compare_loads(nodeid: str, old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]],
@@ -259,7 +298,9 @@ def _compare_loads(outcome: GateOutcome, old: Sequence[Mapping[str, Any]], new: 
             judged.append((metric, limit, before, after))
         for metric, limit, before, after in judged:
             check, noise = _load_check(metric, limit, side(metric, before, old_samples),
-                                       side(metric, after, new_samples), f"load {key}", family=len(judged))
+                                       side(metric, after, new_samples), f"load {key}", family=len(judged),
+                                       repeats=(repeat_sides(metric, before, old_samples),
+                                                repeat_sides(metric, after, new_samples)))
             _add(outcome, check)
             if check.passed and noise > limit:
                 # A pass that could not have failed at the limit must not read as "no regression".
@@ -284,8 +325,13 @@ def _add(outcome: GateOutcome, check: Check) -> None:
         outcome.notes.append(f"{check.metric}: {check.detail}")
 
 
-def _load_check(metric: str, limit: float, old: Side, new: Side, what: str, *, family: int) -> tuple[Check, float]:
-    """Regressed when the change is beyond ``limit`` and beyond the noise (:func:`..loadgen.intervals.regressed`).
+def _load_check(metric: str, limit: float, old: Side, new: Side, what: str, *, family: int,
+                repeats: tuple[Sequence[Side], Sequence[Side]] = ((), ())) -> tuple[Check, float]:
+    """Regressed when the change is beyond ``limit`` and the noise, or so in every pair of repeats.
+
+    The first is :func:`..loadgen.intervals.regressed`; the second,
+    :func:`..loadgen.intervals.every_pair_regressed` over ``repeats`` (one side per repeat of each
+    run), keeps one wild repeat from hiding a regression.
 
     Returns the check and the noise (percent): a noise above ``limit`` means the limit cannot be judged.
 
@@ -300,6 +346,9 @@ def _load_check(metric: str, limit: float, old: Side, new: Side, what: str, *, f
     change = regression_interval(ratio, hib)
     noise = max(change.point - change.low, 0.0) if math.isfinite(change.point) else 0.0
     worst = bound(metric, old.center, max(limit, noise))
+    pairwise = None if regressed(change, limit) else every_pair_regressed(*repeats, limit, hib, confidence)
+    if pairwise is not None:  # beyond the limit in every pair, so the mean is too: the limit decides
+        worst = bound(metric, old.center, limit)
     op = ">=" if hib else "<="
     shown = (ratio.point - 1) * 100
     if ratio.measured:
@@ -308,12 +357,16 @@ def _load_check(metric: str, limit: float, old: Side, new: Side, what: str, *, f
                     f"{(ratio.high - 1) * 100:+.1f}%] (noise from {_noise(old, new)}{together})")
     else:
         interval = "no interval: no noise was measured (no per-request samples, one repeat)"
-    repeats = f"{len(old.figures)} vs {len(new.figures)} runs" if max(len(old.figures), len(new.figures)) > 1 else ""
+    runs = f"{len(old.figures)} vs {len(new.figures)} runs" if max(len(old.figures), len(new.figures)) > 1 else ""
+    if pairwise is not None:
+        runs += (f"; every one of the {len(new.figures)} runs regressed against each of the baseline's "
+                 f"{len(old.figures)} beyond its own noise (least: {pairwise.point:+.1f}%, interval from "
+                 f"{pairwise.low:+.1f}%), though their spread widens the interval of the mean")
     check = compare("baseline", metric, round(new.center, 4), op, round(worst, 4), unit=_unit(metric),
                     source="load run vs baseline report",
                     detail=f"baseline {fmt(round(old.center, 4))}, this run {fmt(round(new.center, 4))} "
                            f"({shown:+.1f}%), {interval}, allowed regression {fmt(limit)}%: regressed when the "
-                           f"change is beyond it and beyond the noise{'; ' + repeats if repeats else ''}; {what}",
+                           f"change is beyond it and beyond the noise{'; ' + runs if runs else ''}; {what}",
                     remedy=_LOAD_REMEDY)
     return check, noise
 

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import IO
 
 import psutil
 
@@ -36,8 +37,7 @@ from pytest_sglang.simulator import profiles
 __all__ = [
     "DEFAULT_GRACE_S", "LAUNCH_ENV", "OWNER_ENV", "RUN_ID", "ExitStatus", "PopenProcess", "ProcessRunner",
     "Runner", "RunningProcess", "SimulatorRunner", "get_runner", "kill_marked", "kill_processes",
-    "marked_processes",
-    "signal_name",
+    "marked_processes", "signal_name", "spawn",
 ]
 
 OWNER_ENV = "PYTEST_SGLANG_OWNER"
@@ -84,6 +84,20 @@ def kill_marked(launch_id: str, grace_s: float) -> None:
     leftovers = [proc for proc, _ in marked_processes(LAUNCH_ENV, launch_id)]
     if leftovers:
         kill_processes(leftovers, grace_s)
+
+
+def spawn(argv: list[str], *, log: IO[bytes], env: dict[str, str], launch_id: str) -> subprocess.Popen[bytes]:
+    """``argv`` in its own session, output to ``log``; ``env`` must carry ``launch_id`` under :data:`LAUNCH_ENV`.
+
+    A Ctrl-C that lands while Popen forks loses the only handle of a child that is already running:
+    whatever carries the launch's mark is stopped before the interrupt goes on.
+    """
+    try:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True, close_fds=True)
+    except BaseException:
+        kill_marked(launch_id, DEFAULT_GRACE_S)
+        raise
 
 
 def _quiet(action: Callable[[], object]) -> None:
@@ -209,8 +223,7 @@ class ProcessRunner:
             log.write(f"# pytest-sglang {time.strftime('%Y-%m-%d %H:%M:%S')}: "
                       f"{' '.join(masks.scrub_argv(argv))}\n".encode())
             log.flush()
-            popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                     env=child_env(config, launch_id), start_new_session=True, close_fds=True)
+            popen = spawn(argv, log=log, env=child_env(config, launch_id), launch_id=launch_id)
         return PopenProcess(popen, server_url(config, port), log_path, launch_id, argv)
 
     def host_memory(self, config: LaunchConfig) -> HostMemory:

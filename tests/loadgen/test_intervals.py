@@ -14,12 +14,14 @@ from pytest_sglang.loadgen.intervals import (
     Samples,
     Side,
     bootstrap_log_var,
+    every_pair_regressed,
     figure_interval,
     min_samples,
     ratio_interval,
     regressed,
     regression_interval,
     reliable,
+    repeat_sides,
     side,
     simultaneous,
     thin,
@@ -149,3 +151,42 @@ def test_simultaneous_intervals_share_the_confidence() -> None:
     assert simultaneous(1) == pytest.approx(0.95)
     assert simultaneous(5) == pytest.approx(0.99)
     assert simultaneous(0) == pytest.approx(0.95)
+
+
+def _repeats(metric: str, scales: list[float], seed: int) -> tuple[list[float], list[Samples]]:
+    runs = [samples(200, seed + k, scale=scale) for k, scale in enumerate(scales)]
+    stat = intervals.STATISTICS[metric][1]
+    return [stat(r) for r in runs], runs
+
+
+def test_one_wild_repeat_does_not_hide_a_regression_every_pair_shows() -> None:
+    before, old = _repeats("p99_ttft_ms", [1.0, 1.0, 1.0], 1)
+    after, new = _repeats("p99_ttft_ms", [1.2, 1.2, 2.4], 10)  # one repeat of three doubled again
+    mean = regression_interval(ratio_interval(side("p99_ttft_ms", before, old), side("p99_ttft_ms", after, new),
+                                              simultaneous(7)), higher_is_better=False)
+    assert not regressed(mean, 5.0)  # the spread of the repeats swallows it
+    weakest = every_pair_regressed(repeat_sides("p99_ttft_ms", before, old),
+                                   repeat_sides("p99_ttft_ms", after, new), 5.0, False, simultaneous(7))
+    assert weakest is not None and 15.0 < weakest.point < 25.0 and weakest.low > 0.0
+
+
+@pytest.mark.parametrize("scales", [
+    [1.0, 1.0, 2.4],   # the wild repeat alone is not every repeat
+    [1.2, 1.2, 1.0],   # one repeat unchanged
+])
+def test_every_pair_needs_every_repeat_beyond_the_limit(scales: list[float]) -> None:
+    before, old = _repeats("p99_ttft_ms", [1.0, 1.0, 1.0], 1)
+    after, new = _repeats("p99_ttft_ms", scales, 10)
+    assert every_pair_regressed(repeat_sides("p99_ttft_ms", before, old),
+                                repeat_sides("p99_ttft_ms", after, new), 5.0, False) is None
+
+
+def test_every_pair_needs_three_repeats_a_side_and_goes_by_direction() -> None:
+    before, old = _repeats("output_throughput", [1.0, 1.0, 1.0], 1)
+    slower, new = _repeats("output_throughput", [1.3, 1.3, 1.3], 10)  # every time longer: throughput drops
+    old_sides = repeat_sides("output_throughput", before, old)
+    new_sides = repeat_sides("output_throughput", slower, new)
+    assert every_pair_regressed(old_sides, new_sides, 5.0, True) is not None
+    assert every_pair_regressed(new_sides, old_sides, 5.0, True) is None  # faster is no regression
+    assert every_pair_regressed(old_sides[:2], new_sides, 5.0, True) is None
+    assert repeat_sides("output_throughput", before, old[:2]) == []  # figures without their samples

@@ -64,6 +64,14 @@ def test_a_regression_beyond_the_noise_fails_and_shows_the_interval() -> None:
     assert "regressed when the change is beyond it and beyond the noise" in message
 
 
+def test_one_wild_repeat_of_a_regressed_run_still_fails_and_says_why() -> None:
+    outcome = compared([run(1), run(2), run(3)], [run(4, slow=1.25), run(5, slow=1.25), run(6, slow=2.5)])
+    failed = {c.metric: c for c in outcome.failed}
+    assert "p99_ttft_ms" in failed
+    assert "every one of the 3 runs regressed against each of the baseline's 3" in failed["p99_ttft_ms"].detail
+    assert compared([run(1), run(2), run(3)], [run(4), run(5), run(6, slow=2.5)]).passed  # one wild repeat alone
+
+
 def test_one_limited_metric_is_judged_at_95_percent() -> None:
     outcome = compared([run(1), run(2), run(3)], [run(4, slow=1.3), run(5, slow=1.3), run(6, slow=1.3)],
                        "output_throughput:5%")
@@ -202,3 +210,23 @@ def test_what_a_passing_comparison_could_not_judge_is_on_the_terminal() -> None:
     # A failing test says it in its assertion message instead: no second copy in the reports.
     assert "note: output_throughput" not in shown("failed")
     assert "the noise measured" not in markdown.render(report) + html.render(report)
+
+
+def _routed(shares: dict[str, float]) -> dict[str, Any]:
+    return GateOutcome("throughput", context={"worker_shares": shares}).to_dict()
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ({"http://a:1": 0.95, "http://b:1": 0.05}, {"http://c:2": 0.49, "http://d:2": 0.51}, True),
+    # Other ports at each launch, the same split: the same routing, no line.
+    ({"http://a:1": 0.50, "http://b:1": 0.50}, {"http://c:2": 0.45, "http://d:2": 0.55}, False),
+])
+def test_a_different_routing_split_behind_a_gateway_is_said_next_to_the_verdict(
+        old: dict[str, float], new: dict[str, float], said: bool) -> None:
+    outcome = baseline.compare_test("t::a", {"loads": [run(1)], "gates": [_routed(old)]}, [run(2)],
+                                    [_routed(new)], parse_limits("5%"))
+    assert outcome is not None
+    lines = [n for n in outcome.notes if "split the requests between its workers differently" in n]
+    assert bool(lines) is said, outcome.notes
+    if said:
+        assert "baseline 95/5 %, this run 51/49 %" in lines[0]

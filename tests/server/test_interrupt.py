@@ -69,3 +69,34 @@ def test_signal_during_startup_leaves_nothing(tmp_path: Path, sig: signal.Signal
         owner.stdout.close()
     assert ("interrupted" in out) == (sig == signal.SIGINT)
     assert _wait(lambda: _children_of(owner.pid) == [], timeout=10)
+
+
+@pytest.mark.parametrize("entry", ["spawn", "start_gateway"])
+def test_ctrl_c_inside_popen_stops_the_child_whose_handle_it_lost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   entry: str) -> None:
+    import os
+    import uuid
+
+    from pytest_sglang.fleet.gateway import start_gateway
+    from pytest_sglang.server.runner import LAUNCH_ENV, spawn
+
+    real = subprocess.Popen
+    started: list[subprocess.Popen[bytes]] = []
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        """The child runs, then the Ctrl-C lands before Popen returns its handle."""
+        started.append(real(*args, **kwargs))  # type: ignore[call-overload]
+        raise KeyboardInterrupt
+
+    argv = [sys.executable, "-c", "import time; time.sleep(60)"]
+    monkeypatch.setattr(subprocess, "Popen", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        if entry == "spawn":
+            launch_id = uuid.uuid4().hex
+            with open(tmp_path / "log", "ab") as log:
+                spawn(argv, log=log, env={**os.environ, LAUNCH_ENV: launch_id}, launch_id=launch_id)
+        else:
+            start_gateway(argv, url="http://127.0.0.1:1", log_path=tmp_path / "gateway.log", env={})
+    monkeypatch.undo()
+    assert len(started) == 1
+    assert started[0].wait(timeout=15) is not None  # stopped, not left running: nothing else held it
