@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.files import DEFAULT_CAP, read_capped_text
 from pytest_sglang.loadgen import traces
-from pytest_sglang.loadgen.spec import MAX_LEN, LoadSpec, dataset_parts
+from pytest_sglang.loadgen.spec import MAX_LEN, MAX_LOAD_S, LoadSpec, dataset_parts
 from pytest_sglang.loadgen.workloads import TRACE_KINDS
 
 #: Rough characters per token for text prompts when no tokenizer is at hand (the server's own
@@ -60,7 +61,7 @@ class PromptSource:
         #: The rows a trace replay will use (checked here, read again streaming during the load).
         self.trace: traces.TraceScan | None = None
         if kind in TRACE_KINDS:
-            self.trace = traces.scan(kind, path, spec.requests)
+            self.trace = check_trace(spec)
         elif kind == "sharegpt":
             self._base = list(_read_sharegpt(Path(path)))
         elif kind == "jsonl":
@@ -75,6 +76,16 @@ class PromptSource:
         text, out_len = self._base[index % len(self._base)]
         length = out_len if out_len is not None else _draw(spec.output_len, spec.range_ratio, rng)
         return Prompt(text, estimate_len(text), length)
+
+
+def check_trace(spec: LoadSpec, progress: Callable[[int], None] | None = None) -> traces.TraceScan:
+    """Read (streaming) and check the rows of ``spec``'s trace that the load uses; ConfigError on a bad one.
+
+    A row is bad too when it would be sent after :data:`~.spec.MAX_LOAD_S` (scaled): the load's deadline
+    adds the trace's span, and must come. Checked once per file (:func:`.traces.scan` keeps the answer).
+    """
+    kind, path = dataset_parts(spec.dataset)
+    return traces.scan(kind, path, spec.requests, scale=spec.trace_time_scale, max_s=MAX_LOAD_S, progress=progress)
 
 
 def build_prompts(spec: LoadSpec, count: int | None = None, *, seed_offset: int = 0) -> list[Prompt]:

@@ -230,11 +230,11 @@ def scan(kind: str, path: str | Path, limit: int, *, scale: float = 1.0, max_s: 
     if key is not None and key in _SCANNED:
         return _SCANNED[key]
     skipped = [0]
-    count, span = 0, 0.0
+    count, span, skipped_used = 0, 0.0, 0
     seen: set[int] = set()
     shared: set[int] = set()
     for row in rows(kind, path, limit, skipped):
-        count, span = count + 1, row.offset_s
+        count, span, skipped_used = count + 1, row.offset_s, skipped[0]
         if span * scale > max_s:
             raise _too_late(kind, Path(path), row, scale, max_s)
         if row.hash_ids and len(seen) < 100_000:  # bounded (a few MB): the figure is informative only
@@ -247,10 +247,16 @@ def scan(kind: str, path: str | Path, limit: int, *, scale: float = 1.0, max_s: 
                      if skipped[0] else ""), _MOONCAKE_FIX if kind == "mooncake" else _BURSTGPT_FIX)
     found = TraceScan(count, span, skipped[0], len(shared))
     if key is not None:
-        while len(_SCANNED) >= _SCANNED_KEPT:
-            del _SCANNED[next(iter(_SCANNED))]
-        _SCANNED[key] = found
+        _keep(key, found)
+        if count < limit and skipped[0] == skipped_used:  # the whole file: a load of exactly its rows reads the same
+            _keep((*key[:5], count, *key[6:]), found)
     return found
+
+
+def _keep(key: tuple[object, ...], found: TraceScan) -> None:
+    while len(_SCANNED) >= _SCANNED_KEPT:
+        del _SCANNED[next(iter(_SCANNED))]
+    _SCANNED[key] = found
 
 
 def _identity(kind: str, path: Path, limit: int, scale: float, max_s: float) -> tuple[object, ...] | None:
