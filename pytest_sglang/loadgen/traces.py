@@ -269,7 +269,7 @@ def _identity(kind: str, path: Path, limit: int, scale: float, max_s: float) -> 
 
 def _too_late(kind: str, path: Path, row: TraceRow, scale: float, max_s: float) -> ConfigError:
     at = row.offset_s * scale
-    scaled = f" x trace_time_scale {scale:g}" if scale != 1.0 else ""
+    scaled = f" (its trace time x trace_time_scale {scale:g})" if scale != 1.0 else ""
     return _error(kind, path, f"line {row.line} would be sent {at:,.0f} s ({_long(at)}) after the first request"
                   f"{scaled}, later than the longest load ({max_s:,.0f} s, {_long(max_s)})",
                   f"check the timestamps' unit ({'milliseconds' if kind == 'mooncake' else 'seconds'} in a "
