@@ -140,7 +140,7 @@ def test_load():
     pass
 """)
     result = pytester.runpytest_subprocess("--sglang-simulate", "--sglang-launch", LAUNCH, "-p", "no:cacheprovider",
-                                           "-rfE", timeout=300)
+                                           "-rfE", timeout=120)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["@pytest.mark.sglang_throughput could not measure: KeywordError: "
                                  "@pytest.mark.sglang_throughput(dataset='mooncake:*): line 2 would be sent "
