@@ -203,7 +203,7 @@ def test_a_refusal_during_the_run_is_the_only_error_shown(tmp_path: Path) -> Non
     with data.open("wb") as fh:
         fh.truncate(65 * 1024 * 1024)  # sparse: over the 64 MiB cap of a data set read whole, written in no time
     spec = LoadSpec(dataset=f"jsonl:{data}", requests=4, concurrency=1, warmup=0)
-    with pytest.raises(ConfigError, match="larger than the 64.0 MiB cap") as info:
+    with pytest.raises(ConfigError, match=r"larger than the 64\.0 MiB cap") as info:
         run_load("http://127.0.0.1:9", spec)
     # Raised by the run's coroutine: nothing chained to it ("During handling ... no running event loop").
     assert info.value.__context__ is None and info.value.__cause__ is None
