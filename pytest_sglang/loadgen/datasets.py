@@ -9,8 +9,10 @@ Lengths are drawn as bench_serving does: uniformly in ``[max(int(L * range_ratio
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +123,12 @@ def _load_error(path: Path, problem: str, fix: str) -> ConfigError:
 
 
 def _read_text(path: Path, kind: str) -> str:
+    # A FIFO would be waited on (its open blocks until a writer comes) and a load reads the file more than once
+    # (the command's check, the run's, the warmup's): a regular file only. stat() itself never blocks.
+    with contextlib.suppress(OSError):  # a missing file: read_capped_text says so
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise _load_error(path, "is not a regular file (a named pipe, a device or a directory); a load reads its "
+                              "data set more than once", f"save the {kind} data set to a file")
     # Capped: the whole file is parsed into prompts held for the load (a 2.7 GB file reached MemoryError).
     return read_capped_text(path, option="dataset", cap=MAX_DATASET_BYTES,
                             fix=f"give an existing {kind} file, e.g. --dataset {kind}:data.json",

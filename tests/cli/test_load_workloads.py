@@ -147,3 +147,13 @@ def test_a_long_trace_check_shows_its_progress(tmp_path: Path) -> None:
     # A log (not a terminal) gets a line at the first update (then every 16th) and one when the check ends.
     assert any(line.startswith(f"checking mooncake:{trace}: 65,536 rows read, ") for line in lines), run.stderr
     assert any(line.startswith(f"checked mooncake:{trace}: 70,000 rows in ") for line in lines), run.stderr
+
+
+def test_a_fifo_given_as_a_data_set_is_refused_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "prompts.jsonl"
+    os.mkfifo(fifo)
+    run = _load("--url", "http://127.0.0.1:9", "--dataset", f"jsonl:{fifo}", "--requests", "4", "--concurrency", "1",
+                "--input-len", "8", "--output-len", "4", timeout=60)
+    assert run.returncode == 2, run.stderr
+    assert (f"error: dataset='{fifo}': is not a regular file (a named pipe, a device or a directory); a load reads "
+            "its data set more than once. Fix: save the jsonl data set to a file") in run.stderr
