@@ -138,6 +138,10 @@ class LoadSpec:
             )
         if not (self.burstiness > 0 and math.isfinite(self.burstiness)):
             _bad("burstiness", self.burstiness, "must be a finite number > 0", "use 1.0 for Poisson arrivals")
+        # The gaps between arrivals are drawn with scale 1 / (rate x burstiness): a product of 0 divides by zero.
+        if self.request_rate is not None and not self.request_rate * self.burstiness > 0:
+            _bad("burstiness", self.burstiness, f"times request_rate={self.request_rate:g} is 0 in floating point",
+                 "give a request_rate and burstiness whose product is a normal number, e.g. burstiness=1.0")
 
     def _check_sizes(self) -> None:
         _count("input_len", self.input_len, MAX_LEN, "prompts are built in memory")

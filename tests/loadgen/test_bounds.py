@@ -168,6 +168,9 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float = 2.0) -> None:
          "positive integer"),
         ({"request_rate": float("inf")}, "LoadSpec.request_rate=inf: must be a finite number > 0 requests/s. Fix: "
          "give a positive rate, or None for all requests at once"),
+        ({"request_rate": 1e-300, "burstiness": 1e-300}, "LoadSpec.burstiness=1e-300: times request_rate=1e-300 is "
+         "0 in floating point. Fix: give a request_rate and burstiness whose product is a normal number, e.g. "
+         "burstiness=1.0"),
         ({"load_timeout_s": 1e15}, "LoadSpec.load_timeout_s=1000000000000000.0: is more than the limit of 604,800 s "
          "(a week). Fix: give at most 604,800 s, or None to derive it"),
         ({"request_timeout_s": 1e9}, "LoadSpec.request_timeout_s=1000000000.0: is more than the limit of 604,800 s "
