@@ -13,8 +13,8 @@ from typing import TextIO
 from pytest_sglang.cli.common import api_key, check_auth, server_url, usage_error, writable
 from pytest_sglang.errors import ConfigError, LoadGenError
 from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
-from pytest_sglang.loadgen.datasets import PromptSource
-from pytest_sglang.loadgen.spec import DATASET_FORMS, DATASET_KINDS, dataset_parts
+from pytest_sglang.loadgen.datasets import PromptSource, check_trace
+from pytest_sglang.loadgen.spec import DATASET_FORMS, DATASET_KINDS, MAX_REQUESTS, dataset_parts
 from pytest_sglang.loadgen.workloads import TRACE_KINDS
 from pytest_sglang.plugin.settings import parse_positive_float
 from pytest_sglang.redaction import scrub
@@ -79,8 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="requests in flight at most (traces: the in-flight cap; multiturn: sessions at once)")
     shape.add_argument("--request-rate", type=_positive, metavar="R", help="Poisson arrivals, requests/s")
     p.add_argument("--burstiness", type=_positive, default=1.0, help="gamma shape of arrivals (default 1.0)")
-    p.add_argument("--requests", type=_positive_int, required=True, metavar="N",
-                   help="timed requests (traces: the first N rows)")
+    # Required unless the dataset is a trace, whose rows are the requests: checked in main().
+    p.add_argument("--requests", type=_positive_int, metavar="N",
+                   help="timed requests (traces: the first N rows; default every row)")
     p.add_argument("--input-len", type=_positive_int, metavar="L",
                    help="prompt tokens (not with a trace, which gives them; multiturn: the first message)")
     p.add_argument("--output-len", type=_positive_int, metavar="L", help="output tokens (not with a trace)")
@@ -161,6 +162,8 @@ def _add_limits(p: argparse.ArgumentParser) -> None:
 def _required(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """The shape options a dataset needs: argparse's own words for what is missing."""
     kind = dataset_parts(args.dataset)[0]
+    if kind not in TRACE_KINDS and args.requests is None:
+        parser.error("the following arguments are required: --requests")
     if kind in TRACE_KINDS:
         given = [flag for flag, value in (("--input-len", args.input_len), ("--output-len", args.output_len),
                                           ("--request-rate", args.request_rate)) if value is not None]
@@ -179,7 +182,7 @@ def _required(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
 def spec_from_args(args: argparse.Namespace) -> LoadSpec:
     defaults = LoadSpec()
     return LoadSpec(
-        requests=args.requests,
+        requests=args.requests if args.requests is not None else MAX_REQUESTS,  # a trace: every row
         concurrency=args.concurrency,
         request_rate=args.request_rate,
         burstiness=args.burstiness,
@@ -225,6 +228,51 @@ class ProgressBar:
         self.stream.flush()
 
 
+class CheckProgress:
+    """Rows read while a trace is checked, on stderr: a trace of millions of rows takes a while.
+
+    On a terminal one line, updated every :data:`~pytest_sglang.loadgen.traces.PROGRESS_ROWS` rows;
+    otherwise (a log) a line at the first update and every 16th: visible, without flooding the log.
+    """
+
+    def __init__(self, stream: TextIO, dataset: str) -> None:
+        self.stream, self.dataset = stream, dataset
+        self.tty = stream.isatty()
+        self.started = time.monotonic()
+        self.calls = 0
+
+    def __call__(self, rows: int) -> None:
+        self.calls += 1
+        if not self.tty and self.calls % 16 != 1:
+            return
+        line = f"checking {self.dataset}: {rows:,} rows read, {time.monotonic() - self.started:.1f} s"
+        self.stream.write(f"\r{line}" if self.tty else f"{line}\n")
+        self.stream.flush()
+
+    def done(self, rows: int) -> None:
+        if self.calls:
+            start = "\r\033[K" if self.tty else ""  # over the progress line, cleared to its end
+            self.stream.write(f"{start}checked {self.dataset}: {rows:,} rows in "
+                              f"{time.monotonic() - self.started:.1f} s\n")
+            self.stream.flush()
+
+
+def _checked(spec: LoadSpec, *, given: bool) -> LoadSpec:
+    """``spec`` once its dataset file is checked (ConfigError otherwise); a trace without ``--requests``: its rows."""
+    if not spec.is_trace():
+        PromptSource(spec)  # a bad or oversized --dataset file
+        return spec
+    progress = CheckProgress(sys.stderr, spec.dataset)
+    found = check_trace(spec, progress)  # run_load checks it again: kept, not read again
+    progress.done(found.rows)
+    if given:
+        return spec
+    if found.rows == MAX_REQUESTS:
+        print(f"note: replaying the first {MAX_REQUESTS:,} rows of the trace, the most one load sends; give "
+              "--requests N for fewer", file=sys.stderr)
+    return spec.replace(requests=found.rows)  # the rows it has (the result's spec says so)
+
+
 def _row(label: str, value: object) -> str:
     return f"{label:<40} {value:<10}"
 
@@ -238,8 +286,7 @@ def summary(result: LoadResult) -> str:
         _row(
             "Backend:", {"native": "sglang", "completions": "sglang-oai", "chat": "sglang-oai-chat"}[spec.api]
         ),
-        _row("Traffic request rate:", spec.request_rate if spec.request_rate is not None else "inf"),
-        _row("Max request concurrency:", spec.concurrency if spec.concurrency is not None else "not set"),
+        *_pace(spec),
         _row("Successful requests:", r.completed),
         _row("Failed requests:", r.failed),
     ]
@@ -274,6 +321,20 @@ def summary(result: LoadResult) -> str:
     lines += _cache_section(r) + _replay_section(r)
     lines.append("=" * 50)
     return "\n".join(lines + _explanations(r))
+
+
+def _pace(spec: LoadSpec) -> list[str]:
+    """bench_serving's rate and concurrency rows; a trace and multi-turn sessions say how they are paced."""
+    kind = dataset_parts(spec.dataset)[0]
+    cap = spec.concurrency if spec.concurrency is not None else "not set"
+    if kind in TRACE_KINDS:  # not "inf": each request goes out at its trace time
+        return [_row("Traffic request rate:", f"request times from the trace, scaled by {spec.trace_time_scale:g}"),
+                _row("Max request concurrency:", f"{spec.in_flight()} (in-flight cap)")]
+    if kind == "multiturn":  # closed loop: a session's next turn follows its answer
+        return [_row("Traffic request rate:", "each session's next turn follows its answer"),
+                _row("Max request concurrency:", f"{spec.concurrency or 'every'} session(s) at once")]
+    return [_row("Traffic request rate:", spec.request_rate if spec.request_rate is not None else "inf"),
+            _row("Max request concurrency:", cap)]
 
 
 def _cache_section(r: LoadResult) -> list[str]:
@@ -331,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec = spec_from_args(args)
         url = server_url(args.url)  # the plugin's URL check: "no scheme://" is a usage error, not a traceback
         writable(args.json, "--json", "the result line")
-        PromptSource(spec)  # a bad or oversized --dataset file is a usage error before anything is sent
+        spec = _checked(spec, given=args.requests is not None)  # a bad --dataset file: usage error, nothing sent
         check_auth(url, key)
     except ConfigError as exc:
         usage_error(parser, exc)

@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 
 from pytest_sglang import ledger
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.loadgen import clock, traces
+from pytest_sglang.loadgen import clock
+from pytest_sglang.loadgen.datasets import check_trace
 from pytest_sglang.loadgen.multiproc import run_processes
 from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.replay import run_trace
@@ -53,10 +54,11 @@ def run_load(
     """
     register(api_key)
     base = url.rstrip("/")
-    if spec.is_trace() and spec.load_timeout_s is None:  # the trace's own length bounds the load
-        kind, path = dataset_parts(spec.dataset)
-        span = traces.scan(kind, path, spec.requests).span_s  # a bad trace is an error before anything is sent
-        spec = spec.replace(load_timeout_s=spec.load_timeout(span_s=span * spec.trace_time_scale))
+    if spec.is_trace():
+        found = check_trace(spec)  # a bad trace is an error before anything is sent
+        if spec.load_timeout_s is None:  # the trace's own length bounds the load (at most MAX_LOAD_S)
+            rows = spec.replace(requests=found.rows)  # the rows it has, not the most it may send
+            spec = spec.replace(load_timeout_s=rows.load_timeout(span_s=found.span_s * spec.trace_time_scale))
     if spec.nodes > 1:
         shard, duration = _run_on_ray(base, spec, api_key, progress)
     elif spec.processes > 1:
@@ -102,11 +104,7 @@ def _timed(spec: LoadSpec) -> TimedRun | None:
 
 
 def _run_async(coro: Coroutine[Any, Any, tuple[ShardResult, float]]) -> tuple[ShardResult, float]:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return clock.run(coro)
-    return _run_in_thread(coro)
+    return _run_in_thread(coro) if clock.loop_running() else clock.run(coro)
 
 
 def _run_in_thread(coro: Coroutine[Any, Any, T]) -> T:

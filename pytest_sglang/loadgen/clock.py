@@ -88,6 +88,15 @@ def stream_clock() -> WakeSelector | PerfClock:
     return clock if clock is not None else PerfClock()
 
 
+def loop_running() -> bool:
+    """Whether this thread runs an event loop (then :func:`run` would refuse: use another thread)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True  # asked apart from running: an error of the run must not chain "no running event loop"
+
+
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run`` on a :class:`WakeLoop` (plain ``asyncio.run`` before Python 3.11)."""
     if sys.version_info < (3, 11):

@@ -9,8 +9,11 @@ Lengths are drawn as bench_serving does: uniformly in ``[max(int(L * range_ratio
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,7 @@ from typing import Any
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.files import DEFAULT_CAP, read_capped_text
 from pytest_sglang.loadgen import traces
-from pytest_sglang.loadgen.spec import MAX_LEN, LoadSpec, dataset_parts
+from pytest_sglang.loadgen.spec import MAX_LEN, MAX_LOAD_S, LoadSpec, dataset_parts
 from pytest_sglang.loadgen.workloads import TRACE_KINDS
 
 #: Rough characters per token for text prompts when no tokenizer is at hand (the server's own
@@ -60,7 +63,7 @@ class PromptSource:
         #: The rows a trace replay will use (checked here, read again streaming during the load).
         self.trace: traces.TraceScan | None = None
         if kind in TRACE_KINDS:
-            self.trace = traces.scan(kind, path, spec.requests)
+            self.trace = check_trace(spec)
         elif kind == "sharegpt":
             self._base = list(_read_sharegpt(Path(path)))
         elif kind == "jsonl":
@@ -75,6 +78,16 @@ class PromptSource:
         text, out_len = self._base[index % len(self._base)]
         length = out_len if out_len is not None else _draw(spec.output_len, spec.range_ratio, rng)
         return Prompt(text, estimate_len(text), length)
+
+
+def check_trace(spec: LoadSpec, progress: Callable[[int], None] | None = None) -> traces.TraceScan:
+    """Read (streaming) and check the rows of ``spec``'s trace that the load uses; ConfigError on a bad one.
+
+    A row is bad too when it would be sent after :data:`~.spec.MAX_LOAD_S` (scaled): the load's deadline
+    adds the trace's span, and must come. Checked once per file (:func:`.traces.scan` keeps the answer).
+    """
+    kind, path = dataset_parts(spec.dataset)
+    return traces.scan(kind, path, spec.requests, scale=spec.trace_time_scale, max_s=MAX_LOAD_S, progress=progress)
 
 
 def build_prompts(spec: LoadSpec, count: int | None = None, *, seed_offset: int = 0) -> list[Prompt]:
@@ -110,6 +123,12 @@ def _load_error(path: Path, problem: str, fix: str) -> ConfigError:
 
 
 def _read_text(path: Path, kind: str) -> str:
+    # A FIFO would be waited on (its open blocks until a writer comes) and a load reads the file more than once
+    # (the command's check, the run's, the warmup's): a regular file only. stat() itself never blocks.
+    with contextlib.suppress(OSError):  # a missing file: read_capped_text says so
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise _load_error(path, "is not a regular file (a named pipe, a device or a directory); a load reads its "
+                              "data set more than once", f"save the {kind} data set to a file")
     # Capped: the whole file is parsed into prompts held for the load (a 2.7 GB file reached MemoryError).
     return read_capped_text(path, option="dataset", cap=MAX_DATASET_BYTES,
                             fix=f"give an existing {kind} file, e.g. --dataset {kind}:data.json",

@@ -19,7 +19,7 @@ import httpx
 from pytest_sglang.loadgen import traces
 from pytest_sglang.loadgen.client import send_request
 from pytest_sglang.loadgen.collect import Collector
-from pytest_sglang.loadgen.datasets import Prompt
+from pytest_sglang.loadgen.datasets import Prompt, check_trace
 from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.runner import Driver, Progress, Shard, ShardResult, expiry, start_sampler
 from pytest_sglang.loadgen.servermetrics import MetricsSampler
@@ -68,8 +68,8 @@ async def run_trace(
     sampler: MetricsSampler | None = None,
 ) -> ShardResult:
     """Replay ``spec.dataset``'s trace; times are relative to ``clock_base`` (a perf_counter value)."""
-    kind, path = dataset_parts(spec.dataset)
-    total = traces.scan(kind, path, spec.requests).rows
+    kind = dataset_parts(spec.dataset)[0]
+    total = check_trace(spec).rows  # checked before the run: not read again
     collector = Collector(spec.max_records, seed=shard.seed)
     cursor = _Cursor(spec)
     cap = spec.in_flight()

@@ -35,7 +35,7 @@ from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.runner import Driver, arrival_offsets, probe
 from pytest_sglang.loadgen.soak_sampler import Sampler, process_tree_rss_mb
 from pytest_sglang.loadgen.soak_series import SoakSample, Stall
-from pytest_sglang.loadgen.spec import MAX_REQUESTS, LoadSpec
+from pytest_sglang.loadgen.spec import MAX_LOAD_S, MAX_REQUESTS, LoadSpec
 from pytest_sglang.redaction import register
 
 __all__ = ["GRACE_S", "MAX_SAMPLES", "SoakRun", "SoakSpec", "process_tree_rss_mb", "run_soak"]
@@ -67,6 +67,9 @@ class SoakSpec:
         if not (isinstance(self.duration_s, (int, float)) and 0 < self.duration_s < math.inf):
             raise ConfigError("SoakSpec(duration_s=...)", self.duration_s, "must be a finite number of seconds > 0",
                               "give the soak's length, e.g. duration_s=600")
+        if self.duration_s > MAX_LOAD_S:  # the soak's one deadline adds it: bounded like a load's
+            raise ConfigError("SoakSpec(duration_s=...)", self.duration_s, f"is more than the limit of "
+                              f"{MAX_LOAD_S:,.0f} s (a week)", "give the soak's length, e.g. duration_s=600")
         if (self.concurrency is None) == (self.request_rate is None):
             raise ConfigError("SoakSpec(concurrency=..., request_rate=...)", (self.concurrency, self.request_rate),
                               "a soak needs exactly one of them", "give concurrency=N (requests in flight) or "
@@ -186,9 +189,7 @@ def run_soak(url: str, spec: SoakSpec, *, api_key: str | None = None, rss: Calla
     register(api_key)
     run = SoakRun(spec, url.rstrip("/"), rss_source=rss_source if rss is not None else "")
     coro = _soak(run, api_key, rss, stop_when)
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if not clock.loop_running():
         return clock.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from async code: a loop of its own
         return pool.submit(clock.run, coro).result()

@@ -18,6 +18,10 @@ DATASET_KINDS = ("random-ids", "sharegpt", "jsonl", *TRACE_KINDS, "multiturn")
 DATASET_FORMS = "random-ids, sharegpt:PATH, jsonl:PATH, mooncake:PATH, burstgpt:PATH or multiturn[:KEY=VALUE,...]"
 #: Largest ``trace_time_scale`` either way (beyond, a trace would take years or arrive all at once).
 MAX_TIME_SCALE = 1e6
+#: The longest a load may take, its deadline given or derived (a week, as a soak's longest duration). Every
+#: wait of a load ends by then, whatever the input: a derived deadline is capped here, a given one refused
+#: beyond it, and a trace row sent later (a timestamp in the wrong unit) is an error naming its line.
+MAX_LOAD_S = 7 * 86_400.0
 
 # Sizes beyond these are typos or runaway arithmetic, not loads: refused before anything is built.
 MAX_REQUESTS = 10_000_000
@@ -134,6 +138,10 @@ class LoadSpec:
             )
         if not (self.burstiness > 0 and math.isfinite(self.burstiness)):
             _bad("burstiness", self.burstiness, "must be a finite number > 0", "use 1.0 for Poisson arrivals")
+        # The gaps between arrivals are drawn with scale 1 / (rate x burstiness): a product of 0 divides by zero.
+        if self.request_rate is not None and not self.request_rate * self.burstiness > 0:
+            _bad("burstiness", self.burstiness, f"times request_rate={self.request_rate:g} is 0 in floating point",
+                 "give a request_rate and burstiness whose product is a normal number, e.g. burstiness=1.0")
 
     def _check_sizes(self) -> None:
         _count("input_len", self.input_len, MAX_LEN, "prompts are built in memory")
@@ -156,6 +164,9 @@ class LoadSpec:
                 isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf
             ):
                 _bad(name, value, "must be a finite number of seconds > 0", "give seconds, or None to derive it")
+            if value is not None and value > MAX_LOAD_S:
+                _bad(name, value, f"is more than the limit of {MAX_LOAD_S:,.0f} s (a week)",
+                     f"give at most {MAX_LOAD_S:,.0f} s, or None to derive it")
 
     def _check_other(self) -> None:
         if self.api not in APIS:
@@ -263,15 +274,20 @@ class LoadSpec:
             return float(self.request_timeout_s)
         out = self.output_len if output_len is None else output_len
         work = (self.input_len if input_len is None else input_len) / SLOW_PREFILL_TOK_S + out / SLOW_DECODE_TOK_S
-        return REQUEST_TIMEOUT_FLOOR_S + work * max(1.0, self.in_flight() / TYPICAL_BATCH)
+        return min(MAX_LOAD_S, REQUEST_TIMEOUT_FLOOR_S + work * max(1.0, self.in_flight() / TYPICAL_BATCH))
 
     def load_timeout(self, span_s: float = 0.0) -> float:
         """``load_timeout_s``, or the time the load may take when every request takes its whole limit.
 
-        ``span_s``: a trace's replay time (its last request's scaled time), which the caller read.
+        ``span_s``: a trace's replay time (its last request's scaled time), which the caller read. Never more
+        than :data:`MAX_LOAD_S` (a derived value beyond is runaway arithmetic: a rate of 1e-9/s, 10 million
+        requests one at a time); NaN-safe (``min`` keeps the first argument unless the second is smaller).
         """
         if self.load_timeout_s is not None:
             return float(self.load_timeout_s)
+        return min(MAX_LOAD_S, self._derived_load_timeout(span_s))
+
+    def _derived_load_timeout(self, span_s: float) -> float:
         per = self.request_timeout()
         kind = dataset_parts(self.dataset)[0]
         if kind in TRACE_KINDS:

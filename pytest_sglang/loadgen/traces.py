@@ -13,7 +13,8 @@ Formats (as published, and as SGLang's bench_serving reads Mooncake):
 A file is never read whole: rows are read one line at a time (a line longer than :data:`MAX_LINE` is an
 error), and no more rows than the load's ``requests`` are read. Timestamps must not go backwards (the
 replay streams, so it cannot sort). :func:`scan` checks the rows a load will use before anything is
-sent; :func:`rows` yields them during the replay.
+sent; :func:`rows` yields them during the replay. The file is read twice, so it must be a regular file:
+a FIFO (or a device) is refused before it is opened for reading, never waited on.
 """
 
 from __future__ import annotations
@@ -21,10 +22,14 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import random
-from collections.abc import Iterator
+import stat
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.loadgen.workloads import MOONCAKE_BLOCK
@@ -37,11 +42,19 @@ _MOONCAKE_FIX = 'write one object per line: {"timestamp": 0, "input_length": 102
                 '"hash_ids": [0, 1]} (timestamp in ms)'
 _BURSTGPT_FIX = "give BurstGPT's CSV: header Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type"
 _BURSTGPT_COLUMNS = ("Timestamp", "Request tokens", "Response tokens")
+#: :func:`scan` calls its ``progress`` every this many rows read (a 10-million-row check takes tens of seconds).
+PROGRESS_ROWS = 65_536
+_DECODE = json.JSONDecoder().decode
+#: Opening a FIFO for reading without it returns at once (then it is refused) instead of waiting for a writer.
+_NONBLOCK = 0 if sys.platform == "win32" else os.O_NONBLOCK
+_INT = {int}
 
 
-@dataclass(frozen=True)
-class TraceRow:
-    """One recorded request: seconds after the trace's first request, lengths, prefix blocks."""
+class TraceRow(NamedTuple):
+    """One recorded request: seconds after the trace's first request, lengths, prefix blocks.
+
+    A tuple, not a dataclass: a check builds one per row, up to 10 million (a frozen dataclass costs 3x).
+    """
 
     offset_s: float
     input_len: int
@@ -63,18 +76,42 @@ class TraceScan:
     shared_blocks: int
 
 
+#: Checked traces: (kind, file identity, limit, scale, max_s) -> what :func:`scan` found. A load checks its
+#: trace more than once (the command before the run, ``run_load``, the replay's row count); a 10-million-row
+#: check takes tens of seconds, so it is done once. The file's identity (device, inode, size, mtime) is in
+#: the key: an edited file is read again.
+_SCANNED: dict[tuple[object, ...], TraceScan] = {}
+_SCANNED_KEPT = 8
+
+
 def _error(kind: str, path: Path, problem: str, fix: str) -> ConfigError:
     return ConfigError("dataset", f"{kind}:{path}", problem, fix)
 
 
-def _lines(kind: str, path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each line, one at a time, each bounded by :data:`MAX_LINE`."""
+def _open_regular(kind: str, path: Path) -> int:
+    """A descriptor of ``path`` opened for reading; ConfigError unless it is a regular file.
+
+    Opened non-blocking: opening a FIFO for reading otherwise waits for a writer, forever.
+    """
+    sample = f"{kind}:fixtures/traces/{kind}-sample.{'csv' if kind == 'burstgpt' else 'jsonl'}"
     try:
-        fh = open(path, encoding="utf-8", errors="replace", newline="")
+        fd = os.open(path, os.O_RDONLY | _NONBLOCK)
     except OSError as exc:
         raise _error(kind, path, f"cannot be read ({exc.strerror or type(exc).__name__})",
-                     f"give an existing {kind} trace file, e.g. {kind}:fixtures/traces/{kind}-sample."
-                     f"{'csv' if kind == 'burstgpt' else 'jsonl'}") from None
+                     f"give an existing {kind} trace file, e.g. {sample}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        what = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "a device")
+        raise _error(kind, path, f"is {what}, not a regular file (a trace is read twice: checked before "
+                     "anything is sent, then streamed during the replay)", f"save the trace to a file, e.g. {sample}")
+    return fd  # O_NONBLOCK changes nothing for a regular file: reads from it do not block
+
+
+def _lines(kind: str, path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line, one at a time, each bounded by :data:`MAX_LINE`."""
+    fh = open(_open_regular(kind, path), encoding="utf-8", errors="replace", newline="")
     with fh:
         lineno = 0
         while True:
@@ -103,7 +140,7 @@ def _mooncake(path: Path, skipped: list[int]) -> Iterator[TraceRow]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = _DECODE(line)
         except json.JSONDecodeError as exc:
             raise _error("mooncake", path, f"line {lineno} is not JSON ({exc.msg})", _MOONCAKE_FIX) from None
         if not isinstance(row, dict):
@@ -117,7 +154,8 @@ def _mooncake(path: Path, skipped: list[int]) -> Iterator[TraceRow]:
                          f"output_length={row.get('output_length')!r}",
                          f"give input_length from 1 and output_length from 0 to {MAX_TRACE_LEN:,}")
         ids = row.get("hash_ids", [])
-        if not isinstance(ids, list) or not all(isinstance(h, int) and not isinstance(h, bool) for h in ids):
+        # JSON numbers decode to int or float only (bool is its own type): the types' set, built in C.
+        if not isinstance(ids, list) or (ids and not set(map(type, ids)) <= _INT):
             raise _error("mooncake", path, f"line {lineno} has hash_ids that are not a list of integers",
                          _MOONCAKE_FIX)
         first, last = _ordered("mooncake", path, lineno, stamp / 1000.0, first, last)
@@ -125,8 +163,7 @@ def _mooncake(path: Path, skipped: list[int]) -> Iterator[TraceRow]:
             skipped[0] += 1
             continue
         # Blocks beyond the prompt cannot be part of it (a trace rounds the last block up).
-        keep = math.ceil(inp / MOONCAKE_BLOCK)
-        yield TraceRow(last - first, inp, out, tuple(ids[:keep]), lineno)
+        yield TraceRow(last - first, inp, out, tuple(ids[:-(-inp // MOONCAKE_BLOCK)]), lineno)
 
 
 def _ordered(kind: str, path: Path, lineno: int, stamp: float, first: float | None,
@@ -142,9 +179,10 @@ def _burstgpt(path: Path, skipped: list[int]) -> Iterator[TraceRow]:
     reader = csv.reader(text for _, text in lines)
     header = next(reader, None)
     columns = {name.strip(): i for i, name in enumerate(header or [])}
-    if not all(c in columns for c in _BURSTGPT_COLUMNS):
-        raise _error("burstgpt", path, f"has no {', '.join(_BURSTGPT_COLUMNS)} columns in its header "
-                     f"(found {', '.join(columns) or 'nothing'})", _BURSTGPT_FIX)
+    missing = [c for c in _BURSTGPT_COLUMNS if c not in columns]
+    if missing:
+        raise _error("burstgpt", path, f"has no {', '.join(missing)} column{'s' if len(missing) > 1 else ''} in "
+                     f"its header (found {', '.join(columns) or 'nothing'})", _BURSTGPT_FIX)
     at, req, resp = (columns[c] for c in _BURSTGPT_COLUMNS)
     first: float | None = None
     last = -math.inf
@@ -179,21 +217,70 @@ def rows(kind: str, path: str | Path, limit: int, skipped: list[int] | None = No
             return
 
 
-def scan(kind: str, path: str | Path, limit: int) -> TraceScan:
-    """Read (streaming) and check the rows a load of ``limit`` requests uses; ConfigError on a bad row."""
+def scan(kind: str, path: str | Path, limit: int, *, scale: float = 1.0, max_s: float = math.inf,
+         progress: Callable[[int], None] | None = None) -> TraceScan:
+    """Read (streaming) and check the rows a load of ``limit`` requests uses; ConfigError on a bad row.
+
+    ``max_s``: the latest a request may be sent, in seconds after the first at ``scale`` (a row beyond is
+    an error naming its line: a deadline derived from it would never come). ``progress(rows_read)`` is
+    called every :data:`PROGRESS_ROWS` rows. A trace already checked with the same arguments, and not
+    changed since, is not read again.
+    """
+    key = _identity(kind, Path(path), limit, scale, max_s)
+    if key is not None and key in _SCANNED:
+        return _SCANNED[key]
     skipped = [0]
-    count, span = 0, 0.0
+    count, span, skipped_used = 0, 0.0, 0
     seen: set[int] = set()
     shared: set[int] = set()
     for row in rows(kind, path, limit, skipped):
-        count, span = count + 1, row.offset_s
-        if len(seen) < 100_000:  # bounded (a few MB): the figure is informative only
-            shared.update(h for h in row.hash_ids if h in seen)
+        count, span, skipped_used = count + 1, row.offset_s, skipped[0]
+        if span * scale > max_s:
+            raise _too_late(kind, Path(path), row, scale, max_s)
+        if row.hash_ids and len(seen) < 100_000:  # bounded (a few MB): the figure is informative only
+            shared.update(seen.intersection(row.hash_ids))
             seen.update(row.hash_ids)
+        if progress is not None and not count % PROGRESS_ROWS:
+            progress(count)
     if count == 0:
         raise _error(kind, Path(path), "holds no request to replay" + (f" ({skipped[0]} rows with 0 tokens skipped)"
                      if skipped[0] else ""), _MOONCAKE_FIX if kind == "mooncake" else _BURSTGPT_FIX)
-    return TraceScan(count, span, skipped[0], len(shared))
+    found = TraceScan(count, span, skipped[0], len(shared))
+    if key is not None:
+        _keep(key, found)
+        if count < limit and skipped[0] == skipped_used:  # the whole file: a load of exactly its rows reads the same
+            _keep((*key[:5], count, *key[6:]), found)
+    return found
+
+
+def _keep(key: tuple[object, ...], found: TraceScan) -> None:
+    while len(_SCANNED) >= _SCANNED_KEPT:
+        del _SCANNED[next(iter(_SCANNED))]
+    _SCANNED[key] = found
+
+
+def _identity(kind: str, path: Path, limit: int, scale: float, max_s: float) -> tuple[object, ...] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None  # the scan says why it cannot be read
+    return kind, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, limit, scale, max_s
+
+
+def _too_late(kind: str, path: Path, row: TraceRow, scale: float, max_s: float) -> ConfigError:
+    at = row.offset_s * scale
+    scaled = f" (its trace time x trace_time_scale {scale:g})" if scale != 1.0 else ""
+    return _error(kind, path, f"line {row.line} would be sent {at:,.0f} s ({_long(at)}) after the first request"
+                  f"{scaled}, later than the longest load ({max_s:,.0f} s, {_long(max_s)})",
+                  f"check the timestamps' unit ({'milliseconds' if kind == 'mooncake' else 'seconds'} in a "
+                  f"{kind} trace); replay fewer rows (requests=N) or faster (trace_time_scale < 1)")
+
+
+def _long(seconds: float) -> str:
+    """``7.0 days`` / ``31,710 years``: a long time as a person reads it."""
+    days = seconds / 86_400
+    return f"{days / 365.25:,.0f} years" if days >= 3 * 365.25 else f"{days:,.1f} days" if days >= 1 \
+        else f"{seconds / 3600:,.1f} hours"
 
 
 def block_ids(hash_id: int, vocab_size: int, length: int = MOONCAKE_BLOCK) -> list[int]:

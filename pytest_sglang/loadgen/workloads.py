@@ -63,6 +63,9 @@ def multiturn_shape(dataset: str) -> MultiTurnShape:
             _bad(dataset, f"has no option {key!r}{hint}", f"use the options {', '.join(names)}, e.g. {_FORM}")
         if not sep:
             _bad(dataset, f"option {key!r} has no value", f"write {key}=VALUE, e.g. {_FORM}")
+        if key in values:  # which one would win is a guess: refused, not settled silently
+            _bad(dataset, f"gives option {key!r} twice ({key}={values[key]:g}, {key}={raw.strip()})",
+                 f"give each option once, e.g. {_FORM}")
         values[key] = _number(dataset, key, raw.strip())
     return MultiTurnShape(**values)  # type: ignore[arg-type]
 

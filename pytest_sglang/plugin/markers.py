@@ -181,6 +181,7 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
         if unmet is not None:  # the gate would check nothing, or fail only after its load
             record(request.node, unmet)
             continue
+        failure = ""
         try:
             if suggest and mark.name in ("sglang_throughput",):  # measure-only: see plugin/floors.py
                 outcome = _measure_only(request, mark, ctx)
@@ -189,8 +190,9 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
         except GateNotApplicable as exc:
             pytest.skip(str(exc))
         except SGLangError as exc:
-            text = f"@pytest.mark.{mark.name} could not measure: {type(exc).__name__}: {exc}"
-            pytest.fail(redaction.scrub(text), pytrace=False)
+            failure = f"@pytest.mark.{mark.name} could not measure: {type(exc).__name__}: {exc}"
+        if failure:  # failed outside the except block: the message alone, not "During handling of ..." it again
+            pytest.fail(redaction.scrub(failure), pytrace=False)
         record(request.node, outcome)
 
 

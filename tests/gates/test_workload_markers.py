@@ -125,3 +125,26 @@ def test_load():
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["test_inner.py::test_load: @pytest.mark.sglang_throughput(trace_time_scale=0): must "
                                  "be a number > 0. Fix: give trace_time_scale a number > 0"])
+
+
+def test_a_trace_whose_span_has_no_bound_is_an_error_not_a_hang(pytester: pytest.Pytester) -> None:
+    trace = pytester.path / "far.jsonl"
+    # The second request 1e15 ms (31,688 years) after the first: the load's deadline used to add that span.
+    trace.write_text('{"timestamp": 0, "input_length": 8, "output_length": 4}\n'
+                     '{"timestamp": 1e15, "input_length": 8, "output_length": 4}\n')
+    pytester.makepyfile(test_inner=f"""
+import pytest
+
+@pytest.mark.sglang_throughput(dataset="mooncake:{trace}")
+def test_load():
+    pass
+""")
+    result = pytester.runpytest_subprocess("--sglang-simulate", "--sglang-launch", LAUNCH, "-p", "no:cacheprovider",
+                                           "-rfE", timeout=120)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["@pytest.mark.sglang_throughput could not measure: KeywordError: "
+                                 "@pytest.mark.sglang_throughput(dataset='mooncake:*): line 2 would be sent "
+                                 "1,000,000,000,000 s (31,688 years) after the first request, later than the longest "
+                                 "load (604,800 s, 7.0 days). Fix: check the timestamps' unit*"])
+    assert "During handling of the above exception" not in result.stdout.str()  # the refusal, once
+    assert "sglang: sent to the server by this run" not in result.stdout.str()  # no request was sent

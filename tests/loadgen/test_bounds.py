@@ -17,7 +17,9 @@ import pytest
 from loadgen_fake import FakeServer
 
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.loadgen import LoadSpec
+from pytest_sglang.loadgen import LoadSpec, run_load
+from pytest_sglang.loadgen.soak import SoakSpec
+from pytest_sglang.loadgen.spec import MAX_LOAD_S
 
 #: Runs a load in a fresh interpreter and prints its figures, including the peak RSS while it ran.
 MEMORY_SCRIPT = """
@@ -166,9 +168,45 @@ def _wait_for(condition: Callable[[], bool], timeout_s: float = 2.0) -> None:
          "positive integer"),
         ({"request_rate": float("inf")}, "LoadSpec.request_rate=inf: must be a finite number > 0 requests/s. Fix: "
          "give a positive rate, or None for all requests at once"),
+        ({"request_rate": 1e-300, "burstiness": 1e-300}, "LoadSpec.burstiness=1e-300: times request_rate=1e-300 is "
+         "0 in floating point. Fix: give a request_rate and burstiness whose product is a normal number, e.g. "
+         "burstiness=1.0"),
+        ({"load_timeout_s": 1e15}, "LoadSpec.load_timeout_s=1000000000000000.0: is more than the limit of 604,800 s "
+         "(a week). Fix: give at most 604,800 s, or None to derive it"),
+        ({"request_timeout_s": 1e9}, "LoadSpec.request_timeout_s=1000000000.0: is more than the limit of 604,800 s "
+         "(a week). Fix: give at most 604,800 s, or None to derive it"),
     ],
 )
 def test_absurd_sizes_are_refused_before_anything_is_built(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError) as info:
         LoadSpec(**kwargs)  # type: ignore[arg-type]
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"requests": 1000, "request_rate": 1e-12},  # arrivals over 6e13 years
+    {"requests": 10_000_000, "concurrency": 1},  # 10 million requests one at a time, each allowed 60 s or more
+    {"requests": 10_000_000, "concurrency": 65_536, "input_len": 1_048_576, "output_len": 1_048_576},
+    {"requests": 64, "request_rate": 1e-300},
+])
+def test_every_derived_deadline_is_bounded(kwargs: dict[str, object]) -> None:
+    spec = LoadSpec(**kwargs)  # type: ignore[arg-type]
+    assert 0 < spec.request_timeout() <= MAX_LOAD_S and 0 < spec.load_timeout() <= MAX_LOAD_S
+    assert spec.load_timeout(span_s=float("inf")) == MAX_LOAD_S
+
+
+def test_a_soak_longer_than_a_week_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"SoakSpec\(duration_s=...\)=1000000000.0: is more than the limit of "
+                                          r"604,800 s \(a week\)"):
+        SoakSpec(duration_s=1e9, concurrency=2)
+
+
+def test_a_refusal_during_the_run_is_the_only_error_shown(tmp_path: Path) -> None:
+    data = tmp_path / "huge.jsonl"
+    with data.open("wb") as fh:
+        fh.truncate(65 * 1024 * 1024)  # sparse: over the 64 MiB cap of a data set read whole, written in no time
+    spec = LoadSpec(dataset=f"jsonl:{data}", requests=4, concurrency=1, warmup=0)
+    with pytest.raises(ConfigError, match=r"larger than the 64\.0 MiB cap") as info:
+        run_load("http://127.0.0.1:9", spec)
+    # Raised by the run's coroutine: nothing chained to it ("During handling ... no running event loop").
+    assert info.value.__context__ is None and info.value.__cause__ is None

@@ -12,7 +12,7 @@ import pytest
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.loadgen import LoadSpec, traces
 from pytest_sglang.loadgen.collect import Collector
-from pytest_sglang.loadgen.datasets import PromptSource
+from pytest_sglang.loadgen.datasets import PromptSource, check_trace
 from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.replay import trace_prompt
 from pytest_sglang.loadgen.result import LoadResult, cache_report, merge_cache_reports
@@ -51,6 +51,14 @@ def test_bad_multiturn_options_name_the_option(dataset: str, message: str) -> No
     with pytest.raises(ConfigError) as info:
         LoadSpec(dataset=dataset, api="chat")
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("dataset", ["multiturn:turns=2,turns=3", "multiturn:turns=2, think_s=1,turns=2"])
+def test_a_multiturn_option_given_twice_is_refused_naming_it(dataset: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        LoadSpec(dataset=dataset, api="chat")
+    assert f"LoadSpec.dataset={dataset!r}: gives option 'turns' twice (turns=2, turns=" in str(info.value)
+    assert "Fix: give each option once" in str(info.value)
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
@@ -137,6 +145,12 @@ def test_bad_burstgpt_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="has no Timestamp, Request tokens, Response tokens columns in its header "
                                           r"\(found time, tokens\)"):
         traces.scan("burstgpt", header, 10)
+    partial = tmp_path / "p.csv"
+    partial.write_text("Timestamp,Model,Request tokens\n1,m,2\n")
+    with pytest.raises(ConfigError) as info:
+        traces.scan("burstgpt", partial, 10)
+    # Only what is missing is called missing; what was found is listed as found.
+    assert "has no Response tokens column in its header (found Timestamp, Model, Request tokens)" in str(info.value)
     cell = tmp_path / "c.csv"
     cell.write_text("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n1,m,x,2,3,API log\n")
     with pytest.raises(ConfigError, match="line 2 has no numeric Timestamp"):
@@ -177,6 +191,58 @@ def test_a_large_trace_is_read_in_bounded_memory(tmp_path: Path) -> None:
     assert found.rows == 30_000
     # Rows are read one at a time: the 2.6 MB file is never held (the hash-id set is bounded too).
     assert peak < size / 10, (peak, size)
+
+
+@pytest.mark.parametrize(("stamp", "scale", "message"), [
+    (1e15, 1.0, "line 2 would be sent 1,000,000,000,000 s (31,688 years) after the first request, later than the "
+                "longest load (604,800 s, 7.0 days). Fix: check the timestamps' unit (milliseconds in a mooncake "
+                "trace); replay fewer rows (requests=N) or faster (trace_time_scale < 1)"),
+    (2e9, 0.5, "line 2 would be sent 1,000,000 s (11.6 days) after the first request (its trace time x "
+               "trace_time_scale 0.5), later than the longest load"),
+])
+def test_a_row_sent_after_the_longest_load_is_an_error_naming_its_line(tmp_path: Path, stamp: float, scale: float,
+                                                                      message: str) -> None:
+    path = _mooncake(tmp_path, [{"timestamp": 0, "input_length": 5, "output_length": 5},
+                                {"timestamp": stamp, "input_length": 5, "output_length": 5}])
+    with pytest.raises(ConfigError) as info:
+        check_trace(LoadSpec(dataset=f"mooncake:{path}", trace_time_scale=scale))
+    assert str(info.value).startswith(f"dataset='mooncake:{path}': {message}")
+
+
+def test_a_trace_that_fits_in_the_longest_load_once_scaled_is_replayed(tmp_path: Path) -> None:
+    path = _mooncake(tmp_path, [{"timestamp": 0, "input_length": 5, "output_length": 5},
+                                {"timestamp": 2e9, "input_length": 5, "output_length": 5}])  # 23 days apart
+    spec = LoadSpec(dataset=f"mooncake:{path}", trace_time_scale=0.25)  # 5.8 days
+    found = check_trace(spec)
+    assert found.span_s == 2e6 and 500_000 < spec.load_timeout(found.span_s * 0.25) <= 7 * 86_400
+
+
+def test_a_trace_is_read_once_until_it_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _mooncake(tmp_path, [{"timestamp": i, "input_length": 8, "output_length": 4} for i in range(5)])
+    spec = LoadSpec(dataset=f"mooncake:{path}", requests=100)
+    first = check_trace(spec)
+    real = traces._lines
+    reads: list[Path] = []
+
+    def counted(kind: str, file: Path) -> object:
+        reads.append(file)
+        return real(kind, file)
+
+    monkeypatch.setattr(traces, "_lines", counted)
+    # The command checks, run_load checks, the replay counts its rows: one read.
+    assert check_trace(spec) == first and PromptSource(spec).trace == first and reads == []
+    assert check_trace(spec.replace(requests=5)) == first and reads == []  # exactly its rows: the same read
+    with path.open("a") as fh:
+        fh.write(json.dumps({"timestamp": 9, "input_length": 8, "output_length": 4}) + "\n")
+    assert check_trace(spec).rows == 6 and reads == [path]  # changed: read again
+
+
+def test_a_long_check_reports_its_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(traces, "PROGRESS_ROWS", 2)
+    path = _mooncake(tmp_path, [{"timestamp": i, "input_length": 8, "output_length": 4} for i in range(5)])
+    seen: list[int] = []
+    assert traces.scan("mooncake", path, 10, progress=seen.append).rows == 5
+    assert seen == [2, 4]
 
 
 # ---- hash ids become real shared token prefixes ----------------------------------------------------------------

@@ -89,6 +89,9 @@ def test_throughput_marker_and_measurement_error(pytester: pytest.Pytester) -> N
         "@pytest.mark.sglang_capacity could not measure: ConfigError: LoadSpec.concurrency=100000: is more "
         "than the limit of 65,536*",
     ])
+    # The refusal alone: no chained tracebacks ("During handling ...", "no running event loop") around it.
+    assert "During handling of the above exception" not in result.stdout.str()
+    assert "no running event loop" not in result.stdout.str()
     root = ET.parse(pytester.path / "junit.xml").getroot()
     names = [p.get("name") for p in root.iter("property")]
     assert "sglang_load" in names and "sglang.throughput.output_throughput" in names
