@@ -95,6 +95,30 @@ def test_a_fleet_on_a_local_ray_passes_and_leaves_nothing(pytester: pytest.Pytes
     assert "RAY_ADDRESS" not in os.environ
 
 
+def test_a_fleet_bigger_than_the_local_ray_is_refused_at_once_with_the_arithmetic(pytester: pytest.Pytester) -> None:
+    # The case: one worker more than the local Ray has CPUs (3 on a 2-core machine), 1 CPU per bundle.
+    # Ray counts the CPUs it may use (affinity, cgroup quota), as the local Ray of the run will.
+    cpus = int(ray._private.utils.get_num_cpus())
+    before = _ray_processes()
+    pytester.makepyfile("def test_x(sglang_server): pass")
+    started = time.monotonic()
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sglang-simulate", "--sglang-ray", "auto",
+                                           "--sglang-workers", str(cpus + 1), "--sglang-startup-timeout", "900",
+                                           "--sglang-launch", SIM_LAUNCH)
+    took = time.monotonic() - started
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([
+        f"PlacementRefused: Ray cannot place {cpus + 1} bundles of {{CPU 1}} (strategy PACK): PACK may use any nodes, "
+        f"but each bundle lies on one node: it needs {{CPU {cpus + 1}}} in all; the cluster has 1 alive node with "
+        f"{{CPU {cpus}}} in all, room for {cpus} bundle* Nothing was started.",
+        "Fix: start fewer servers at once, *`ray start --head --num-cpus N`*"])
+    assert "PlacementTimeout" not in result.stdout.str()
+    # Refused before any wait: far below the 900 s deadline (the bound only catches a wait; the figure is ~10 s).
+    assert took < 300, took
+    assert not _on_ray()
+    wait_for(lambda: not (_ray_processes() - before), 30, "the run's Ray processes to end")
+
+
 def test_ray_with_the_docker_runner_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x(): pass")
     result = pytester.runpytest_subprocess("--sglang-runner", "docker", "--sglang-launch", "--model-path m",
