@@ -24,6 +24,7 @@ from ray.cluster_utils import Cluster
 
 from pytest_sglang.server.ray import connect
 from pytest_sglang.server.ray.cluster import RayCluster
+from tests.conftest import SimFactory
 
 RAY_OWNER_ENV = "PYTEST_SGLANG_RAY_OWNER"
 OBJECT_STORE = 80 * 2**20  # Ray's floor is 75 MiB; the default (30 % of RAM) is wasted here
@@ -145,6 +146,31 @@ def test_bad_ray_settings_are_usage_errors_before_anything_starts(pytester: pyte
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
     assert not (_ray_processes() - before)  # nothing was started
+
+
+UNREACHABLE = "127.0.0.1:1"  # nothing listens on port 1: refused at once
+
+
+@pytest.mark.parametrize("where", ["launch", "load shards"])
+def test_an_unreachable_ray_address_names_the_option_the_user_wrote(pytester: pytest.Pytester, where: str,
+                                                                    sim_factory: SimFactory) -> None:
+    if where == "launch":
+        pytester.makepyfile("def test_x(sglang_server): pass")
+        args = ["--sglang-simulate", "--sglang-launch", SIM_LAUNCH]
+    else:  # attached (nothing launched on Ray): a sharded load joins the cluster when it runs
+        pytester.makepyfile("""
+            import pytest
+
+            @pytest.mark.sglang_throughput(requests=8, concurrency=2, input_len=16, output_len=4, load_nodes=2)
+            def test_x():
+                pass
+        """)
+        args = ["--sglang-url", sim_factory().url]
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sglang-ray", UNREACHABLE, *args)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*--sglang-ray='{UNREACHABLE}': cannot reach the cluster: nothing answers at "
+                                 f"{UNREACHABLE} (*). Fix: start the cluster*or give --sglang-ray auto*"])
+    assert "RayOptions" not in result.stdout.str()
 
 
 def test_a_password_in_the_ray_address_is_never_shown(pytester: pytest.Pytester) -> None:
