@@ -301,7 +301,7 @@ class ServerPool:
         from pytest_sglang.server.ray import shared  # lazy: ray is an optional extra, imported only when used
 
         try:
-            shared.cluster(options)
+            shared.cluster(options, self.log_dir())
         except LaunchConfigError as exc:
             raise for_option(exc) from None
 
