@@ -43,6 +43,7 @@ from pytest_sglang.loadgen.ray_barrier import StartBarrier
 from pytest_sglang.loadgen.ray_placement import alive_nodes, check_nodes, local_nodes, require_ray
 from pytest_sglang.loadgen.runner import Progress, ShardResult
 from pytest_sglang.loadgen.spec import LoadSpec
+from pytest_sglang.server.ray import driver_log
 
 __all__ = ["alive_nodes", "run_nodes", "run_on_ray"]
 
@@ -202,8 +203,10 @@ class _Watch:
         try:
             outcome = ray.get(ref)
         except RayActorError as exc:  # the worker process died (killed, OOM, node lost)
+            raylet = driver_log.path()  # where Ray's own lines about the death went, if routed
+            seen = f"; Ray's own messages: {raylet}" if raylet is not None else ""
             raise LoadGenError(f"the load shard on {where} died: {_reason(exc)}. Fix: check that node "
-                               "(memory, `ray status`), or run with nodes=1.") from None
+                               f"(memory, `ray status`{seen}), or run with nodes=1.") from None
         except RayError as exc:
             raise LoadGenError(f"the load shard on {where} could not run: {_reason(exc)}. Fix: install "
                                "pytest-sglang[ray] (same version) on every node.") from None

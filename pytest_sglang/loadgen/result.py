@@ -344,5 +344,5 @@ def workload_context(cache: dict[str, Any], facts: dict[str, Any]) -> dict[str, 
         lines["multi-turn"] = f"{facts['sessions']} sessions x {facts['turns']} turns, think {facts['think_s']:g} s"
     if "nodes" in facts:  # a load spread over Ray nodes (loadgen/ray_nodes.py): where its shards ran
         hosts = sorted({f"{s['node_id'][:8]} ({s['address']})" for s in facts["nodes"]})
-        lines["load shards"] = f"{len(facts['nodes'])} shards on {len(hosts)} Ray nodes: {', '.join(hosts)}"
+        lines["load shards"] = f"{len(facts['nodes'])} shards over {len(hosts)} Ray nodes: {', '.join(hosts)}"
     return lines

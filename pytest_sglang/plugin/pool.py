@@ -166,6 +166,8 @@ class ServerPool:
         except (SGLangError, OSError) as exc:
             if isinstance(exc, OSError):  # the command itself could not be executed
                 exc = _command_error(exc)
+            elif isinstance(exc, LaunchConfigError):  # an engine field set by an option (ray_address: --sglang-ray)
+                exc = for_option(exc)
             self._failures["primary"] = StartFailure(_describe(exc))
             if self.report_session is not None:
                 self.report_session.server_failed(exc)
@@ -298,7 +300,10 @@ class ServerPool:
                               "cluster", "add --sglang-ray auto (or --sglang-ray HOST:PORT), or use nodes=1")
         from pytest_sglang.server.ray import shared  # lazy: ray is an optional extra, imported only when used
 
-        shared.cluster(options)
+        try:
+            shared.cluster(options, self.log_dir())
+        except LaunchConfigError as exc:
+            raise for_option(exc) from None
 
     def _ray_gcs_address(self) -> str | None:
         """The cluster the controller joined (a local Ray it started has no other name), for its workers."""

@@ -117,13 +117,18 @@ def _table(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+#: Said of every load: where a sharded load ran (its figures are several nodes' clients, merged).
+_ALWAYS = ("load shards",)
+
+
 def _workload_lines(loads: list[Mapping[str, Any]]) -> list[str]:
-    """Prefix-cache hit rate and replay timing of a test's trace / multi-turn / file-dataset loads."""
+    """Prefix-cache hit rate and replay timing of trace / multi-turn / file-dataset loads; any load's Ray nodes."""
     lines: list[str] = []
     for load in loads:
-        if load.get("dataset_name", "random-ids") == "random-ids":
-            continue
+        random = load.get("dataset_name", "random-ids") == "random-ids"
         for label, value in workload_context(load.get("cache_report") or {}, load.get("workload") or {}).items():
+            if random and label not in _ALWAYS:
+                continue
             lines += textwrap.wrap(f"{label}: {value}", width=WIDTH, initial_indent="    ", subsequent_indent="      ")
     return lines
 

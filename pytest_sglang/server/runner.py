@@ -286,4 +286,4 @@ def get_runner(config: LaunchConfig, progress: ProgressSink | None = None) -> Ru
     # Lazy: ray is an optional extra (LaunchConfig refused config.ray without it) and a heavy import.
     from pytest_sglang.server.ray import shared
 
-    return shared.runner(config.ray, local)
+    return shared.runner(config.ray, local, config.log_dir)

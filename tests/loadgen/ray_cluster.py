@@ -15,6 +15,8 @@ import pytest
 import ray
 from ray.cluster_utils import Cluster
 
+from pytest_sglang.server.ray import driver_log
+
 #: Ray's smallest object store (bytes): the shards send back bounded collectors, a few MB at most.
 OBJECT_STORE = 80 * 1024 * 1024
 #: The process title Ray gives a shard actor's worker (``ray::<class>`` and ``.<method>`` while busy).
@@ -22,8 +24,9 @@ SHARD_TITLE = "ray::_ShardActor"
 
 
 @pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[Cluster]:
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Two Ray nodes on this machine (1 CPU each), shut down at the end of the session."""
+    driver_log.route(tmp_path_factory.mktemp("ray") / driver_log.FILE_NAME)  # Ray's own lines: not in our output
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "include_dashboard": False, "object_store_memory": OBJECT_STORE})
     try:

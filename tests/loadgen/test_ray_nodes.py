@@ -22,6 +22,7 @@ from pytest_sglang.errors import ConfigError, LoadGenError
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.ray_nodes import run_nodes
 from pytest_sglang.loadgen.stats import calculate_metrics
+from pytest_sglang.server.ray import driver_log
 
 __all__ = ["ray_cluster", "ray_nodes"]
 
@@ -36,7 +37,7 @@ def test_shards_run_on_both_nodes_and_merge_exactly(sim_url: str, ray_nodes: lis
     assert {s["node_id"] for s in shards} == set(ray_nodes)  # each shard saw itself on its own node
     assert len({s["pid"] for s in shards}) == 2 and os.getpid() not in {s["pid"] for s in shards}
     assert all(0 < s["cpu_s"] < result.duration + 1 for s in shards)
-    assert result.workload_context()["load shards"].startswith("2 shards on 2 Ray nodes: ")
+    assert result.workload_context()["load shards"].startswith("2 shards over 2 Ray nodes: ")
     # bench_serving metrics recomputed from the merged records agree exactly: nothing lost in the merge.
     # (Their size depends on how busy the machine is, so only the simulator's floor is asserted.)
     again = calculate_metrics(result.records, result.duration)
@@ -123,7 +124,9 @@ def test_a_shard_that_dies_fails_the_run_with_its_reason(sim_factory: Any, ray_n
     assert msg.startswith("the load shard on Ray node ")
     assert any(f"Ray node {node} (" in msg for node in ray_nodes)
     assert " died: The actor died unexpectedly before finishing this task." in msg
-    assert msg.endswith("Fix: check that node (memory, `ray status`), or run with nodes=1.")
+    # Ray's own lines about it (the raylet's "A worker died ...") are in the driver's log, named here.
+    assert msg.endswith(f"Fix: check that node (memory, `ray status`; Ray's own messages: {driver_log.path()}), or "
+                        "run with nodes=1.")
     assert shard_processes() == []
 
 

@@ -53,3 +53,12 @@ def test_a_failed_attach_is_not_called_a_failed_start() -> None:
     assert "server   could not be attached: the diagnosis is in the first error of this run" in terminal.render(report)
     start = _report([_check("startup", "ready", nodeid=START_NODEID)], start="error")
     assert text.verdict_line(start).startswith("FAILED: the server did not start;")
+
+
+def test_a_load_over_several_ray_nodes_says_so_under_its_test() -> None:
+    report = _report([_check("throughput", "output_tok_s")])
+    shards = [{"shard": k, "node_id": node * 4, "address": f"10.0.0.{k + 1}"} for k, node in enumerate(("ab", "cd"))]
+    report["tests"][0]["loads"] = [{"dataset_name": "random-ids", "workload": {"nodes": shards}}]
+    lines = terminal.render(report)
+    at = lines.index("    load shards: 2 shards over 2 Ray nodes: abababab (10.0.0.1), cdcdcdcd")
+    assert lines[at + 1] == "      (10.0.0.2)"

@@ -2,7 +2,8 @@
 
 A server process needs ``tp x pp x dp / nnodes`` GPUs on its node (none with ``--device cpu``),
 ``ray_cpus`` CPUs and any custom resources (``ray_resources``). :func:`plan` refuses, before
-anything starts, a server that no alive node could hold, with the arithmetic; :func:`reserve`
+anything starts, a placement the cluster could never hold (per strategy, from the nodes' totals:
+:mod:`.fit`), with the arithmetic; :func:`reserve`
 holds the resources with a placement group (one bundle per server process) and waits for it until
 the caller's deadline (an absolute ``time.monotonic()``). A placement group is removed on every
 path out of :func:`reserve` but success, and by :meth:`Reservation.release` after it.
@@ -22,6 +23,8 @@ from ray.util.placement_group import PlacementGroup, placement_group, remove_pla
 
 from pytest_sglang.errors import PreflightError, ServerNotReady
 from pytest_sglang.server.ray.cluster import RayNode, ray_nodes
+from pytest_sglang.server.ray.fit import amount as _amount
+from pytest_sglang.server.ray.fit import why_unfit
 from pytest_sglang.server.ray.options import DEFAULT_CPUS, DEFAULT_STRATEGY
 from pytest_sglang.sglang.args import LaunchArgs
 
@@ -41,14 +44,6 @@ class PlacementTimeout(ServerNotReady):
     """Ray did not place the server before the deadline (its placement group was removed)."""
 
     phase = PLACEMENT_PHASE
-
-
-def _amount(value: float) -> str:
-    return f"{value:g}"
-
-
-def _plural(count: float, word: str) -> str:
-    return f"{_amount(count)} {word}" + ("" if count == 1 else "s")
 
 
 @dataclass(frozen=True)
@@ -107,7 +102,7 @@ class PlacementPlan:
 
 def plan(args: LaunchArgs, nodes: Sequence[RayNode], *, strategy: str = DEFAULT_STRATEGY, cpus: float = DEFAULT_CPUS,
          custom: Sequence[tuple[str, float]] = (), count: int = 1, simulator: bool = False) -> PlacementPlan:
-    """The placement of ``count`` servers of ``args``; :class:`PlacementRefused` if no node could hold one.
+    """The placement of ``count`` servers of ``args``; :class:`PlacementRefused` if the cluster never could hold it.
 
     ``simulator``: the servers are simulators, whose bundles ask for GPUs only where the cluster declares some.
     """
@@ -115,47 +110,23 @@ def plan(args: LaunchArgs, nodes: Sequence[RayNode], *, strategy: str = DEFAULT_
     # ``strategy`` was checked where it was given (RayOptions): one of Ray's names.
     result = PlacementPlan(server_resources(args, cpus=cpus, custom=custom, simulated_gpus=simulated), count=count,
                            strategy=strategy)
-    problem = _why_unfit(result, [node for node in nodes if node.alive])
+    problem = why_unfit(result.server.bundle(), count, strategy, [node for node in nodes if node.alive],
+                        result.server.arithmetic)
     if problem is not None:
-        raise PlacementRefused(f"Ray cannot place this server: {problem}. Nothing was started.",
+        what = "this server" if count == 1 else f"{result.describe()}"
+        raise PlacementRefused(f"Ray cannot place {what}: {problem}. Nothing was started.",
                                fix=_refusal_fix(result))
     return result
 
 
-def _why_unfit(plan: PlacementPlan, alive: Sequence[RayNode]) -> str | None:
-    need = plan.server
-    if not alive:
-        return "the cluster has no alive node"
-    biggest = max(alive, key=lambda node: node.gpus)
-    if need.gpus > biggest.gpus:
-        return (f"it needs {_plural(need.gpus, 'GPU')} per node ({need.arithmetic}); the largest node, "
-                f"{biggest.describe()}, has {_plural(biggest.gpus, 'GPU')}")
-    for name, amount in need.bundle().items():
-        best = max(alive, key=lambda node: node.resources.get(name, 0.0))
-        has = best.resources.get(name, 0.0)
-        if amount > has:
-            return (f"it needs {name} {_amount(amount)} per server; no alive node has that much "
-                    f"(the most is {_amount(has)}, on {best.describe()})")
-    fitting = [node for node in alive if _fits(need.bundle(), node.resources)]
-    if not fitting:
-        return f"no single node has all of {{{need.describe()}}} (each resource alone fits somewhere)"
-    if plan.strategy == "STRICT_SPREAD" and plan.count > len(fitting):
-        return f"STRICT_SPREAD needs {plan.count} nodes that each fit one server; {len(fitting)} do"
-    if plan.strategy == "STRICT_PACK" and plan.count > 1:
-        total = {k: v * plan.count for k, v in need.bundle().items()}
-        if not any(_fits(total, node.resources) for node in fitting):
-            return f"STRICT_PACK needs one node holding {plan.count} servers; none is that big"
-    return None
-
-
-def _fits(ask: Mapping[str, float], have: Mapping[str, float]) -> bool:
-    return all(have.get(name, 0.0) >= amount for name, amount in ask.items())
-
-
 def _refusal_fix(plan: PlacementPlan) -> str:
-    return ("lower tp/pp/dp (or spread the server with --nnodes) in the launch args, ask for less "
-            "(ray_cpus, ray_resources), or add a node that has "
-            f"{{{plan.server.describe()}}} to the Ray cluster")
+    fewer = "start fewer servers at once, " if plan.count > 1 else ""
+    strategy = {"STRICT_PACK": "use strategy PACK (bundles may then span nodes), ",
+                "STRICT_SPREAD": "use strategy SPREAD or PACK (bundles may then share a node), "}.get(plan.strategy, "")
+    return (f"{fewer}{strategy}lower tp/pp/dp (or spread the server with --nnodes) in the launch args, ask for "
+            "less (ray_cpus, ray_resources), or give the cluster more: add a node that has "
+            f"{{{plan.server.describe()}}}, or start Ray with more logical CPUs than cores "
+            "(`ray start --head --num-cpus N`) when the servers need less than a core each")
 
 
 @dataclass

@@ -10,11 +10,15 @@ start that follows.
 from __future__ import annotations
 
 import atexit
+import os
+import tempfile
 import threading
+from pathlib import Path
 
 import ray
 
 from pytest_sglang.errors import LaunchConfigError
+from pytest_sglang.server.ray import driver_log
 from pytest_sglang.server.ray.cluster import RayCluster, connect
 from pytest_sglang.server.ray.options import OWNER, RayOptions
 from pytest_sglang.server.ray.runner import RayRunner
@@ -28,9 +32,15 @@ _address: str | None = None  # the ray_address the connection was made for
 _runners: dict[tuple[RayOptions, type[ProcessRunner]], RayRunner] = {}
 
 
-def cluster(options: RayOptions) -> RayCluster:
-    """The process's connection for ``options.ray_address`` (made once, within its connect timeout)."""
+def cluster(options: RayOptions, log_dir: Path | None = None) -> RayCluster:
+    """The process's connection for ``options.ray_address`` (made once, within its connect timeout).
+
+    Ray's own output of this process goes to ``ray-driver.log`` in ``log_dir`` (the run's logs; else the
+    temporary directory), not to this process's stdout and stderr (:mod:`.driver_log`).
+    """
     global _cluster, _address
+    driver_log.route(Path(log_dir or tempfile.gettempdir()) / (
+        driver_log.FILE_NAME if log_dir else f"pytest-sglang-{os.getpid()}-{driver_log.FILE_NAME}"))
     with _lock:
         if _cluster is not None:
             if options.ray_address != _address:
@@ -44,13 +54,13 @@ def cluster(options: RayOptions) -> RayCluster:
         return _cluster
 
 
-def runner(options: RayOptions, inner: ProcessRunner) -> RayRunner:
+def runner(options: RayOptions, inner: ProcessRunner, log_dir: Path | None = None) -> RayRunner:
     """The Ray runner of ``inner``'s servers with ``options`` (one per pair, for the run)."""
     key = (options, type(inner))
     with _lock:
         found = _runners.get(key)
         if found is None:
-            found = _runners[key] = RayRunner(cluster(options), inner, options)
+            found = _runners[key] = RayRunner(cluster(options, log_dir), inner, options)
         return found
 
 

@@ -14,12 +14,13 @@ import pytest
 from ray.cluster_utils import Cluster
 from raytools import NODE_A, NODE_B, OBJECT_STORE, TwoNodes
 
-from pytest_sglang.server.ray import connect
+from pytest_sglang.server.ray import connect, driver_log
 
 
 @pytest.fixture(scope="module")
-def two_nodes() -> Iterator[TwoNodes]:
+def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoNodes]:
     started = time.monotonic()
+    driver_log.route(tmp_path_factory.mktemp("ray") / driver_log.FILE_NAME)  # Ray's INFO lines: not in our output
     ray_cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "num_gpus": 2, "resources": {NODE_A: 1}, "include_dashboard": False,
         "object_store_memory": OBJECT_STORE,

@@ -135,7 +135,9 @@ def test_an_unsatisfiable_placement_fails_within_its_deadline_naming_what_is_mis
         started = time.monotonic()
         with pytest.raises(PlacementTimeout) as err:
             runner.start(sim_config(tmp_path), 0, tmp_path / "x.log", deadline=started + 2.0)
-        assert 2.0 <= time.monotonic() - started < 6.0
+        # Within its 2 s deadline plus the time to remove the group and read what is free (Ray calls, slow on a
+        # busy runner): far from the 60 s start-up timeout, which is what a deadline not kept would show.
+        assert 2.0 <= time.monotonic() - started < 30.0
         node_b = two_nodes.node(NODE_B)
         text = str(err.value)
         assert "Ray did not place the server within 2.0 s: asked for 1 bundle of {CPU 1, node_b 0.01, GPU 1}" in text

@@ -54,8 +54,52 @@ def test_a_custom_resource_no_node_has_is_refused() -> None:
 def test_strict_spread_needs_as_many_fitting_nodes_as_servers() -> None:
     nodes = [node("10.0.0.2", gpus=2), node("10.0.0.3", gpus=1)]
     assert plan(args(), nodes, strategy="STRICT_SPREAD", count=2).count == 2
-    with pytest.raises(PlacementRefused, match="STRICT_SPREAD needs 2 nodes that each fit one server; 1 do"):
+    with pytest.raises(PlacementRefused) as err:
         plan(args("--tp-size", "2"), nodes, strategy="STRICT_SPREAD", count=2)
+    assert ("Ray cannot place 2 bundles of {CPU 1, GPU 2} (strategy STRICT_SPREAD): STRICT_SPREAD puts each bundle on "
+            "its own node, so it needs 2 nodes that each have {CPU 1, GPU 2}; the cluster has 1 (10.0.0.2 (node "
+            "10002abc))") in str(err.value)
+    assert "use strategy SPREAD or PACK" in str(err.value)
+
+
+# One node of 2 CPUs, as the local Ray of a 2-core machine: each bundle fits, the group may not.
+SMALL = [node("127.0.0.1", gpus=0, cpus=2)]
+TWO_SMALL = [node("10.0.0.2", gpus=0, cpus=2), node("10.0.0.3", gpus=0, cpus=2)]
+
+
+@pytest.mark.parametrize(("strategy", "nodes", "count", "said"), [
+    ("PACK", SMALL, 3, "PACK may use any nodes, but each bundle lies on one node: it needs {CPU 3} in all; the cluster "
+                       "has 1 alive node with {CPU 2} in all, room for 2 bundles (127.0.0.1 (node 127001ab): 2)"),
+    ("SPREAD", TWO_SMALL, 5, "it needs {CPU 5} in all; the cluster has 2 alive nodes with {CPU 4} in all, room for 4 "
+                             "bundles (10.0.0.2 (node 10002abc): 2; 10.0.0.3 (node 10003abc): 2)"),
+    ("STRICT_PACK", TWO_SMALL, 3, "STRICT_PACK puts every bundle on one node, so it needs {CPU 3} on one node; the "
+                                  "largest, 10.0.0.2 (node 10002abc), has {CPU 2} (room for 2 bundles)"),
+    ("STRICT_SPREAD", SMALL, 2, "STRICT_SPREAD puts each bundle on its own node, so it needs 2 nodes that each have "
+                                "{CPU 1}; the cluster has 1 (127.0.0.1 (node 127001ab))"),
+])
+def test_a_group_the_cluster_could_never_hold_is_refused_per_strategy(
+        strategy: str, nodes: list[RayNode], count: int, said: str) -> None:
+    with pytest.raises(PlacementRefused) as err:
+        plan(args(), nodes, strategy=strategy, count=count, simulator=True)
+    text = str(err.value)
+    assert said in text, text
+    assert text.startswith(f"Ray cannot place {count} bundles of {{CPU 1}} (strategy {strategy}): ")
+    assert "Nothing was started" in text and "Fix: start fewer servers at once" in text
+
+
+@pytest.mark.parametrize(("strategy", "nodes", "count"), [
+    ("PACK", SMALL, 2), ("SPREAD", TWO_SMALL, 4), ("STRICT_PACK", TWO_SMALL, 2), ("STRICT_SPREAD", TWO_SMALL, 2)])
+def test_a_group_that_fits_the_totals_is_planned(strategy: str, nodes: list[RayNode], count: int) -> None:
+    # Whether it is free now is Ray's to wait for (reserve), not a refusal.
+    assert plan(args(), nodes, strategy=strategy, count=count, simulator=True).count == count
+
+
+def test_a_node_holds_whole_bundles_only() -> None:
+    # 2 x 1.5 CPUs = 3 CPUs in all, but a bundle of 1 CPU cannot span nodes: room for 2, not 3.
+    nodes = [node("10.0.0.2", gpus=0, cpus=1.5), node("10.0.0.3", gpus=0, cpus=1.5)]
+    with pytest.raises(PlacementRefused, match=r"with \{CPU 3\} in all, room for 2"):
+        plan(args(), nodes, count=3, simulator=True)
+    assert plan(args(), nodes, count=3, cpus=0.5, simulator=True).count == 3
 
 
 def test_a_bad_strategy_names_the_field_and_lists_ray_s_names() -> None:
