@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import ray._private.worker as ray_worker
@@ -26,7 +26,8 @@ FILE_NAME = "ray-driver.log"
 _lock = threading.Lock()
 _path: Path | None = None
 # Ray's printer of forwarded output, kept for everything that is not the raylet's (log_to_driver=True).
-_ray_print = ray_worker.print_to_stdstream
+# A private name of Ray's: a Ray without it keeps printing the raylet's lines, and nothing else breaks.
+_ray_print: Callable[..., None] | None = getattr(ray_worker, "print_to_stdstream", None)
 
 
 def path() -> Path | None:
@@ -51,14 +52,16 @@ def route(where: Path) -> Path:
             logger.removeHandler(old)
         logger.addHandler(handler)
         # The raylet's messages have no logger: Ray's error thread calls this module-level printer by name.
-        ray_worker.print_to_stdstream = _print
+        if _ray_print is not None:
+            ray_worker.print_to_stdstream = _print
         _path = where
         return where
 
 
 def _print(data: Mapping[str, object], ignore_prefix: bool) -> None:
     if data.get("pid") != "raylet" or _path is None:
-        _ray_print(data, ignore_prefix=ignore_prefix)
+        if _ray_print is not None:
+            _ray_print(data, ignore_prefix=ignore_prefix)
         return
     lines = data.get("lines")
     text = "".join(f"{time.strftime('%Y-%m-%d %H:%M:%S')} (raylet) {line}\n"
