@@ -53,3 +53,15 @@ def test_a_failed_attach_is_not_called_a_failed_start() -> None:
     assert "server   could not be attached: the diagnosis is in the first error of this run" in terminal.render(report)
     start = _report([_check("startup", "ready", nodeid=START_NODEID)], start="error")
     assert text.verdict_line(start).startswith("FAILED: the server did not start;")
+
+
+def test_a_figure_too_long_for_its_column_is_shown_whole() -> None:
+    """Issue 34: "failed 3 times in a row" was cut to "fail… in a row", hiding the count."""
+    probe = {**_check("probes", "readiness probe GET /health"), "measured": "failed 3 times in a row",
+             "required": "held"}
+    lines = terminal.render(_report([probe]))
+    assert not any("…" in line for line in lines), lines
+    assert "    measured failed 3 times in a row, required == held" in lines, lines
+    assert all(len(line) <= terminal.WIDTH for line in lines)
+    fits = terminal.render(_report([{**probe, "measured": "held"}]))  # a figure that fits stays in its column
+    assert any(line.startswith("  probes readiness probe GET /health") and " held " in line for line in fits), fits
