@@ -159,3 +159,22 @@ def test_a_failure_needs_threshold_failures_in_a_row_and_503s_suggest_a_threshol
     assert suggestion(slow, spec).startswith("timeoutSeconds: 3 would have held (the slowest answer took 1.60 s); or "
                                              "start SGLang with SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false")
     assert "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION" not in suggestion(slow, ProbeSpec("liveness", "/ready", 1, 10, 3))
+
+
+def test_on_a_fleet_each_probe_row_names_its_worker_in_every_report(pytester: pytest.Pytester) -> None:
+    """Issue 34: two workers gave two identical rows; the terminal, Markdown and JUnit now say which is which."""
+    pytester.makepyfile(test_inner=INNER.replace(PROBES, "readiness_timeout_seconds=2, readiness_period_seconds=0.25, "
+                                                 "readiness_failure_threshold=2, liveness_path=None, requests=16, "
+                                                 "concurrency=4, input_len=64, output_len=16"))
+    result = pytester.runpytest_subprocess("--sglang-simulate", "--sglang-workers", "2", "--sglang-launch", LAUNCH,
+                                           "-p", "no:cacheprovider", "--sglang-markdown", "summary.md",
+                                           "--junitxml", "junit.xml")
+    result.assert_outcomes(passed=1)
+    stdout = result.stdout.str()
+    markdown = (pytester.path / "summary.md").read_text()
+    junit = (pytester.path / "junit.xml").read_text()
+    for index in (0, 1):
+        row = f"readiness probe GET /health (timeoutSeconds 2, periodSeconds 0.25, failureThreshold 2) on worker {index} ("
+        assert row in " ".join(line.strip() for line in stdout.splitlines()), stdout
+        assert row in markdown, markdown
+        assert f"sglang.probes.{row}" in junit, junit
