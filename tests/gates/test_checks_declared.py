@@ -61,9 +61,6 @@ def _a_value(name: str) -> object:
     ("sglang_throughput", {"max_error_rate": 1.0},
      "@pytest.mark.sglang_throughput(max_error_rate=1.0): checks nothing, so it would always pass. Fix: give at "
      "least one of min_output_tok_s, "),
-    ("sglang_golden", {"path": "golden.json", "min_match": 0},
-     "@pytest.mark.sglang_golden(min_match=0): checks nothing, so it would always pass. Fix: give at least one of "
-     "min_match, max_logprob_delta"),
 ])
 def test_the_gates_that_used_to_run_with_nothing_to_check(marker: str, kwargs: dict[str, object],
                                                           expected: str) -> None:
@@ -76,7 +73,7 @@ def test_the_gates_that_used_to_run_with_nothing_to_check(marker: str, kwargs: d
     ("sglang_probes", {"readiness_path": None, "liveness_path": None}),  # the DP-rank check: judged on the server
     ("sglang_throughput", {}),  # failed requests are checked by default
     ("sglang_throughput", {"max_error_rate": 1.0, "min_request_s": 1}),
-    ("sglang_golden", {"path": "golden.json", "min_match": 0, "max_logprob_delta": 0.1}),
+    ("sglang_golden", {"path": "golden.json", "min_match": 0}),  # the prompts must still be answered
     ("sglang_hicache", {"enabled": False}),  # checks that the cache is off
     ("sglang_fleet", {"consistent": False}),  # the workers' health is always checked
 ])

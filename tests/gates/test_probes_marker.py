@@ -174,7 +174,8 @@ def test_on_a_fleet_each_probe_row_names_its_worker_in_every_report(pytester: py
     markdown = (pytester.path / "summary.md").read_text()
     junit = (pytester.path / "junit.xml").read_text()
     for index in (0, 1):
-        row = f"readiness probe GET /health (timeoutSeconds 2, periodSeconds 0.25, failureThreshold 2) on worker {index} ("
+        row = (f"readiness probe GET /health (timeoutSeconds 2, periodSeconds 0.25, failureThreshold 2) on worker "
+               f"{index} (")
         assert row in " ".join(line.strip() for line in stdout.splitlines()), stdout
         assert row in markdown, markdown
         assert f"sglang.probes.{row}" in junit, junit
