@@ -248,8 +248,8 @@ def run_marker(
     out.context["load"] = (f"{spec.shape()}: {sum(r.completed for r in loads)} completed, "
                            f"{sum(r.failed for r in loads)} failed")
     if len(loads) > 1:
-        out.context["load"] += (f", in {len(loads)} loads over {load_s:.1f} s (so that each probe could fail: "
-                                f"failureThreshold probes periodSeconds apart need {window_s:g} s)")
+        out.context["load"] += (f", in {len(loads)} loads over {load_s:.1f} s (so that each probe could fail: the "
+                                f"first probe and failureThreshold more, periodSeconds apart, need {window_s:g} s)")
     for server, label in ranked:
         out.checks.append(_rank_check(server, rank_timeout_s, label))
     if unjudged and out.passed:

@@ -64,8 +64,8 @@ def test_kubernetes_settings_on_a_short_load_still_catch_a_slow_health(pytester:
     result.stdout.fnmatch_lines([
         "  readiness probe GET /health (timeoutSeconds 1, periodSeconds 10, failureThreshold 3): measured failed 3 "
         "times in a row, required == held [[]*: * probes during the * s load; from * s to * s into the load, *",
-        "  load: *: * completed, 0 failed, in * loads over * s (so that each probe could fail: failureThreshold "
-        "probes periodSeconds apart need 31 s)",
+        "  load: *: * completed, 0 failed, in * loads over * s (so that each probe could fail: the first probe "
+        "and failureThreshold more, periodSeconds apart, need 31 s)",
     ])
 
 
