@@ -17,10 +17,13 @@ one-token requests pinned to each DP rank (``routed_dp_rank``) and fails when a 
 within ``rank_timeout_s`` while the probes pass.
 
 A probe can fail only when ``failureThreshold`` of its probes fall in the load (``periodSeconds`` apart):
-when the load given is shorter than that window, the gate runs more of it, sized from the pace of the
-last one (at most :data:`MAX_ROUNDS` loads). A probe that still got fewer probes than a failure needs
-(the load was cut by its deadline, or completed nothing) could not be judged: when no check failed, the
-test is skipped saying so (it fails under ``--sglang-strict``), never passed.
+when the load given is shorter than that window and no probe failed in it, the gate runs the same load
+shape again with enough requests, at the pace it measured, to last the whole window, probed afresh
+(one load without gaps, as a real load is: a probe landing between two loads would reset a run of
+failures), at most :data:`MAX_ROUNDS` loads in all; the probes of the last load are judged. A probe that
+still got fewer probes than a failure needs (the load was cut by its deadline, or completed nothing)
+could not be judged: when no check failed, the test is skipped saying so (it fails under
+``--sglang-strict``), never passed.
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ __all__ = ["first_failure", "run_marker", "suggestion"]
 GATE = "probes"
 MARKER = "@pytest.mark.sglang_probes"
 #: Loads run to cover the probes' window: the one given, then up to this many in all, each sized from the last.
-MAX_ROUNDS = 4
+MAX_ROUNDS = 3
+#: A sized load asks for this much more time than the window at the pace measured (the pace varies).
+_MARGIN = 1.3
 Seconds = Annotated[float, Above(0)]
 #: A probe's ``httpGet.path``; None: no such probe.
 ProbePath = Annotated[str | None, UrlPath()]
@@ -142,11 +147,11 @@ def _paced(result: LoadResult) -> bool:
     return result.completed > 0 and not result.not_sent and not result.stopped
 
 
-def _more(spec: LoadSpec, last: LoadResult, remaining_s: float) -> LoadSpec:
-    """The same load shape with enough requests, at ``last``'s pace, to run ``remaining_s`` more (25 % margin)."""
+def _sized(spec: LoadSpec, last: LoadResult, window_s: float) -> LoadSpec:
+    """The same load shape with enough requests to last ``window_s`` at ``last``'s pace (with a margin)."""
     rate = last.completed / max(last.duration, 0.1)
-    requests = math.ceil(rate * remaining_s * 1.25) + (spec.concurrency or 1)
-    return spec.replace(requests=min(MAX_REQUESTS, max(requests, spec.requests)))
+    requests = math.ceil(rate * window_s * _MARGIN) + (spec.concurrency or 1)
+    return spec.replace(requests=min(MAX_REQUESTS, max(requests, last.spec.requests + 1)))
 
 
 def _why_short(loads: list[LoadResult], load_s: float, window_s: float) -> str:
@@ -157,16 +162,37 @@ def _why_short(loads: list[LoadResult], load_s: float, window_s: float) -> str:
     if not loads[-1].completed:
         return "the load completed no request, so its pace could not size a longer one"
     if load_s < window_s:
-        return f"{len(loads)} loads ran, the most the gate runs"
+        return f"{len(loads)} loads ran, the most the gate runs, the last {load_s:.1f} s long"
     return "answers took longer than periodSeconds, so fewer probes were sent"
 
 
-def _run_load(ctx: GateContext, spec: LoadSpec, prober: Prober, window_s: float) -> list[LoadResult]:
-    """The load given, then more of it until every probe could have failed (``window_s``), bounded."""
-    loads = [ctx.load(spec)]
-    while prober.elapsed() < window_s and len(loads) < MAX_ROUNDS and _paced(loads[-1]):
-        loads.append(ctx.load(_more(spec, loads[-1], window_s - prober.elapsed())))
-    return loads
+def _failed_any(prober: Prober, specs: list[ProbeSpec]) -> bool:
+    return any(first_failure(prober.results[(name, spec.kind)], spec) is not None
+               for name, _ in prober.targets for spec in specs)
+
+
+def _probed_load(ctx: GateContext, targets: list[tuple[str, Handle]], specs: list[ProbeSpec],
+                 spec: LoadSpec) -> tuple[Prober, list[LoadResult], float]:
+    """The load given, probed; while it was too short for a probe to fail, a longer one probed afresh.
+
+    Returns the prober and length of the last load (the one judged) and every load run.
+    """
+    # awaited past the probe's timeout, so the real latency is measured and suggestions can use it
+    measured = [ProbeSpec(s.kind, s.path, s.timeout_s * 5 + 5, s.period_s, s.failure_threshold) for s in specs]
+    window_s = max((s.window_s for s in specs), default=0.0)
+    loads: list[LoadResult] = []
+    current = spec
+    while True:
+        prober = Prober(targets, measured).start()
+        try:
+            loads.append(ctx.load(current))
+            load_s = prober.elapsed()
+        finally:
+            prober.stop()
+        if (load_s >= window_s or len(loads) >= MAX_ROUNDS or not _paced(loads[-1])
+                or _failed_any(prober, specs)):
+            return prober, loads, load_s
+        current = _sized(spec, loads[-1], window_s)
 
 
 def _rank_check(server: Handle, timeout_s: float, label: str) -> Check:
@@ -232,27 +258,22 @@ def run_marker(
     spec = load_spec(requests=requests, concurrency=concurrency, request_rate=None, input_len=input_len,
                      output_len=output_len, api=api, request_timeout_s=request_timeout_s,
                      load_timeout_s=load_timeout_s)
-    # awaited past the probe's timeout, so the real latency is measured and suggestions can use it
-    measured = [ProbeSpec(s.kind, s.path, s.timeout_s * 5 + 5, s.period_s, s.failure_threshold) for s in specs]
-    window_s = max((s.window_s for s in specs), default=0.0)
-    prober = Prober([(name, server) for name, _, server in targets], measured).start()
-    try:
-        loads = _run_load(ctx, spec, prober, window_s)
-        load_s = prober.elapsed()
-    finally:
-        prober.stop()
+    prober, loads, load_s = _probed_load(ctx, [(name, server) for name, _, server in targets], specs, spec)
     unjudged: list[str] = []
     for name, label, _ in targets:
         for probe in specs:
             out.checks.append(_probe_check(name, label, probe, prober.results[(name, probe.kind)], load_s, unjudged))
-    out.context["load"] = (f"{spec.shape()}: {sum(r.completed for r in loads)} completed, "
-                           f"{sum(r.failed for r in loads)} failed")
+    out.context["load"] = f"{loads[-1].spec.shape()}: {loads[-1].completed} completed, {loads[-1].failed} failed"
     if len(loads) > 1:
-        out.context["load"] += (f", in {len(loads)} loads over {load_s:.1f} s (so that each probe could fail: the "
-                                f"first probe and failureThreshold more, periodSeconds apart, need {window_s:g} s)")
+        window_s = max(s.window_s for s in specs)
+        out.context["load"] += (f"; the probes of this load, {load_s:.1f} s long, are judged: the {len(loads) - 1} "
+                                f"load(s) before it ({', '.join(f'{r.spec.requests} requests' for r in loads[:-1])}) "
+                                f"were too short for a probe to fail (the first probe and failureThreshold more, "
+                                f"periodSeconds apart, need {window_s:g} s)")
     for server, label in ranked:
         out.checks.append(_rank_check(server, rank_timeout_s, label))
     if unjudged and out.passed:
+        window_s = max(s.window_s for s in specs)
         raise GateCannotJudge("; ".join(unjudged) + f" ({_why_short(loads, load_s, window_s)}). Fix: give the load "
                               "more time (a larger load_timeout_s, or requests), or a shorter periodSeconds")
     return out

@@ -57,15 +57,16 @@ K8S = ("readiness_timeout_seconds=1, readiness_period_seconds=10, readiness_fail
 
 
 def test_kubernetes_settings_on_a_short_load_still_catch_a_slow_health(pytester: pytest.Pytester) -> None:
-    """48 requests last a few seconds: 1 probe. The gate runs more of the load until 3 failures could happen."""
+    """48 requests last a few seconds: 1 probe. The gate runs the load again, sized to last 31 s, and judges that."""
     inner = INNER.replace(PROBES, K8S + ", requests=48")
     result = _run(pytester, LAUNCH + " --sim-fault health-under-load:40", inner)  # /health 2 s late under load
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "  readiness probe GET /health (timeoutSeconds 1, periodSeconds 10, failureThreshold 3): measured failed 3 "
         "times in a row, required == held [[]*: * probes during the * s load; from * s to * s into the load, *",
-        "  load: *: * completed, 0 failed, in * loads over * s (so that each probe could fail: the first probe "
-        "and failureThreshold more, periodSeconds apart, need 31 s)",
+        "  load: *: * completed, 0 failed; the probes of this load, * s long, are judged: the 1 load(s) before it (48 "
+        "requests) were too short for a probe to fail (the first probe and failureThreshold more, periodSeconds "
+        "apart, need 31 s)",
     ])
 
 
