@@ -63,8 +63,12 @@ def _print_outcomes(outcomes: Sequence[GateOutcome]) -> None:
             change = found.group(1) if found else ""
             moved = f"{before} -> {value(check.measured)} ({change})"
             limit = f"{check.op} {value(check.required)}"
-            print(f"  {check.metric:<22} {clip(moved, 34):>34} {clip(limit, 11):>11} "
-                  f"{'ok' if check.passed else 'REGRESSED'}")
+            verdict = "ok" if check.passed else "REGRESSED"
+            if len(moved) <= 34 and len(limit) <= 11:
+                print(f"  {check.metric:<22} {moved:>34} {limit:>11} {verdict}")
+            else:  # a figure is never cut: both go whole on the line below
+                print(f"  {check.metric:<22} {'(below)':>34} {'':>11} {verdict}")
+                print(textwrap.fill(f"{moved}, limit {limit}", 80, initial_indent="    ", subsequent_indent="      "))
         for note in outcome.notes:
             if "not compared" in note:  # regressions are on their rows already
                 print(textwrap.fill(note, 80, initial_indent="  ", subsequent_indent="    "))

@@ -23,6 +23,13 @@ class GateNotApplicable(Exception):
     """
 
 
+class GateCannotJudge(GateNotApplicable):
+    """The gate ran and no check failed, but one could not be judged: skipped saying why, never passed.
+
+    A probe that could not have failed in the load's time, for one. Under ``--sglang-strict`` it fails.
+    """
+
+
 def _ge(m: Any, r: Any) -> bool:
     return bool(m >= r)
 

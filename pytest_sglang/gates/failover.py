@@ -58,7 +58,8 @@ _RESTORE_FIX = ("read the restarted worker's log and the gateway's; later tests 
                 "until it is back")
 
 
-@keywords.rules(Requires("max_recover_s", needs=("restart",), why="recovery is measured on the restarted worker",
+@keywords.rules(keywords.Always("the killed worker was killed and is restored, and the load's errors"),
+                 Requires("max_recover_s", needs=("restart",), why="recovery is measured on the restarted worker",
                          fix="drop max_recover_s, or leave restart at True"))
 def run_marker(
     ctx: GateContext,

@@ -27,7 +27,7 @@ from pytest_sglang.errors import SGLangError
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.consistency import FIELDS, compare_workers, views
-from pytest_sglang.gates.keywords import AtLeast, EachOneOf, OneOf, OptionalCount, Threshold
+from pytest_sglang.gates.keywords import Always, AtLeast, EachOneOf, OneOf, OptionalCount, Threshold, rules
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.gates.shares import WorkerShares, fleet_of, measure
 from pytest_sglang.gates.throughput import Dataset, InFlight, Length, Requests, Timeout, TimeScale, load_spec
@@ -170,6 +170,7 @@ def cache_check(ctx: GateContext, fleet: SGLangFleet, out: GateOutcome) -> None:
                          "have been cached there")
 
 
+@rules(Always("the workers behind the gateway are healthy (min_healthy, or all of them)"))
 def run_marker(
     ctx: GateContext,
     *,

@@ -18,7 +18,7 @@ from pytest_sglang.correctness import golden
 from pytest_sglang.correctness.payload import as_dict
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import GateOutcome, compare
-from pytest_sglang.gates.keywords import AtLeast, Fraction, KeywordError, Seconds
+from pytest_sglang.gates.keywords import Always, AtLeast, Fraction, KeywordError, Seconds, rules
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 
 if TYPE_CHECKING:
@@ -82,6 +82,8 @@ def _recording(doc: Mapping[str, Any], source: str, prompts: int) -> str:
     return f"{source}: {prompts} prompts x {doc.get('tokens')} greedy tokens" + (f", from {origin}" if origin else "")
 
 
+@rules(Always("the recorded prompts are answered again and their match_rate is measured (min_match=0 accepts any "
+              "rate, not a failed answer)"))
 def run_marker(
     ctx: GateContext, *, path: str, min_match: Annotated[float, Fraction()] = 1.0,
     max_logprob_delta: Annotated[float | None, AtLeast(0)] = None, request_timeout_s: Seconds = DEFAULT_TIMEOUT_S,

@@ -283,6 +283,7 @@ def run_effective(ctx: GateContext, server: Handle, outcome: GateOutcome, min_ga
 
 
 @keywords.rules(
+    keywords.Always("the server's enable_hierarchical_cache equals enabled (True or False)"),
     Requires("min_gain", needs=("effective",), why="the gain is measured by the effective=True workload",
              fix="add effective=True, or drop min_gain"),
     Requires("effective", needs=("enabled",), why="the workload measures the cache that enabled=True checks",

@@ -21,13 +21,14 @@ import inspect
 import math
 import types
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from pytest_sglang.errors import ConfigError
 
 __all__ = [
-    "Above", "AnyOf", "AtLeast", "AtMost", "Count", "CountOrWord", "EachOneOf", "Excludes", "Fraction", "Keyword",
+    "Above", "Always", "AnyOf", "AtLeast", "AtMost", "Checks", "Count", "CountOrWord", "EachOneOf", "Excludes",
+    "Fraction", "Keyword",
     "KeywordError",
     "NotBelow",
     "OneOf", "OptionalCount", "Requires", "Seconds", "Threshold", "UrlPath", "check", "declared", "marker_problem",
@@ -358,15 +359,39 @@ class Requires:
 
 @dataclass(frozen=True)
 class AnyOf:
-    """At least one of ``keywords`` must be given, or the gate checks nothing (and always passes)."""
+    """What a gate checks: at least one of ``keywords`` must check something, or the gate would always pass.
+
+    Every gate declares what it checks, this or :class:`Always` (``tests/gates/test_checks_declared.py``
+    holds each gate in the registry to it), so a marker or an ``evaluate_*``/``assert_*`` helper whose
+    keywords leave nothing to check is refused before anything is sent. A keyword checks nothing when it
+    is None or False, or has its ``vacuous`` value (``max_error_rate=1``: every request may fail).
+    """
 
     keywords: tuple[str, ...]
+    vacuous: Mapping[str, object] = field(default_factory=dict)
+    #: The fix, when "give at least one of ..." says too little (default: that).
+    fix: str = ""
+
+    def checks(self, name: str, value: object) -> bool:
+        """Whether ``value`` of keyword ``name`` checks something."""
+        return value is not None and value is not False and not (
+            name in self.vacuous and value == self.vacuous[name])
 
     def problem(self, values: Mapping[str, object]) -> tuple[dict[str, object], str, str] | None:
-        if any(values.get(k) is not None for k in self.keywords):
+        if any(self.checks(k, values.get(k)) for k in self.keywords):
             return None
         return ({}, "checks nothing, so it would always pass",
-                f"give at least one of {', '.join(self.keywords)}")
+                self.fix or f"give at least one of {', '.join(self.keywords)}")
+
+
+@dataclass(frozen=True)
+class Always:
+    """What a gate checks whatever its keywords (a prefill-decode fleet's roles): it never checks nothing."""
+
+    what: str
+
+    def problem(self, values: Mapping[str, object]) -> None:
+        return None
 
 
 @dataclass(frozen=True)
@@ -400,7 +425,9 @@ class Excludes:
                 f"give {self.keyword} or {self.other}, not both")
 
 
-Rule = Requires | AnyOf | NotBelow | Excludes
+Rule = Requires | AnyOf | Always | NotBelow | Excludes
+#: The declaration of what a gate checks: every gate has exactly one.
+Checks = AnyOf | Always
 _RULES: dict[Callable[..., Any], tuple[Rule, ...]] = {}
 
 
@@ -420,6 +447,11 @@ class Declaration:
     keywords: dict[str, Keyword]
     rules: tuple[Rule, ...]
     accepts_any: bool  # ``**kwargs`` in the signature: unknown keywords are the gate's business
+
+    @property
+    def checks(self) -> Checks | None:
+        """What the gate declared it checks (:class:`AnyOf` or :class:`Always`), None when it did not."""
+        return next((r for r in self.rules if isinstance(r, (AnyOf, Always))), None)
 
     def values(self, given: Mapping[str, object]) -> dict[str, object]:
         """The defaults overlaid with what was given."""
@@ -463,7 +495,10 @@ def check(fn: Callable[..., Any], call: str, given: Mapping[str, object]) -> Non
     for rule in declaration.rules:
         found = rule.problem(values)
         if found is not None:
-            raise KeywordError(call, *found)
+            shown, problem, fix = found
+            if isinstance(rule, AnyOf):  # name what was given that checks nothing (readiness_path=None)
+                shown = {k: given[k] for k in rule.keywords if k in given}
+            raise KeywordError(call, shown, problem, fix)
 
 
 def marker_problem(marker: str, fn: Callable[..., Any], args: Sequence[object],

@@ -114,6 +114,7 @@ def _under_load(ctx: GateContext, fleet: SGLangFleet, spec: LoadSpec, limits: Li
 
 
 @keywords.rules(
+    keywords.Always("each worker has the role the gateway gives it"),
     Requires("parity_accuracy", needs=("parity",), why="accuracy parity compares with the parity's reference "
              "server", fix="add parity=True"),
     Requires("task", needs=("parity",), why="the task runs on the parity's reference server too",

@@ -347,6 +347,7 @@ def load_spec(*, requests: int, concurrency: int | None, request_rate: float | N
         raise KeywordError(f"@pytest.mark.{marker}", {name: exc.value}, exc.problem, exc.fix) from None
 
 
+@keywords.rules(keywords.AnyOf((*FLOORS, "max_error_rate"), vacuous={"max_error_rate": 1.0}))
 def run_marker(
     ctx: GateContext,
     *,

@@ -34,6 +34,15 @@ class ProbeSpec:
     period_s: float
     failure_threshold: int
 
+    @property
+    def window_s(self) -> float:
+        """How long a load must last for this probe to be able to fail.
+
+        The first probe goes out as the load starts, before its requests do; ``failureThreshold`` more
+        follow ``periodSeconds`` apart, the last one given its ``timeoutSeconds``.
+        """
+        return self.failure_threshold * self.period_s + self.timeout_s
+
     def describe(self) -> str:
         return (f"{self.kind} probe GET {self.path} (timeoutSeconds {self.timeout_s:g}, periodSeconds "
                 f"{self.period_s:g}, failureThreshold {self.failure_threshold})")
@@ -77,10 +86,14 @@ class Prober:
                 thread.start()
         return self
 
+    def elapsed(self) -> float:
+        """Seconds since :meth:`start` (the clock of every ``ProbeResult.at_s``)."""
+        return time.monotonic() - self._t0
+
     def stop(self) -> None:
         self._stop.set()
         for thread in self._threads:
-            thread.join(timeout=max(s.timeout_s for s in self.specs) + 5)
+            thread.join(timeout=max((s.timeout_s for s in self.specs), default=0.0) + 5)
 
     def _run(self, name: str, server: Handle, spec: ProbeSpec) -> None:
         out = self.results[(name, spec.kind)]

@@ -159,7 +159,7 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
         return
     server = request.getfixturevalue("sglang_server")
     from pytest_sglang import redaction
-    from pytest_sglang.gates.base import GateNotApplicable
+    from pytest_sglang.gates.base import GateCannotJudge, GateNotApplicable
     from pytest_sglang.plugin.keys import SETTINGS_KEY
     from pytest_sglang.plugin.load_runner import load_runner
     from pytest_sglang.plugin.pool import terminal_write
@@ -187,12 +187,20 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
                 outcome = _measure_only(request, mark, ctx)
             else:
                 outcome = GATES_BY_MARKER[mark.name].load()(ctx, **mark.kwargs)
+        except GateCannotJudge as exc:
+            text = redaction.scrub(f"@pytest.mark.{mark.name} could not judge: {exc}")
+            if settings is not None and settings.sglang_strict:
+                pytest.fail(f"{text} (--sglang-strict: a check that cannot judge fails)", pytrace=False)
+            pytest.skip(text)
         except GateNotApplicable as exc:
             pytest.skip(str(exc))
         except SGLangError as exc:
             failure = f"@pytest.mark.{mark.name} could not measure: {type(exc).__name__}: {exc}"
         if failure:  # failed outside the except block: the message alone, not "During handling of ..." it again
             pytest.fail(redaction.scrub(failure), pytrace=False)
+        if not outcome.checks:  # no green that checked nothing, whatever the gate
+            pytest.fail(f"@pytest.mark.{mark.name} checked nothing on this server, so it cannot pass: "
+                        f"{redaction.scrub(outcome.message())}", pytrace=False)
         record(request.node, outcome)
 
 

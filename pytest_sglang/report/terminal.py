@@ -138,9 +138,10 @@ SHORT_UNITS = {"concurrent requests": "concurrent", "requests": "req", "tokens":
 
 
 def _row(gate: str, check: Mapping[str, Any]) -> list[str]:
-    """The check's row; a name too long for its column (URL cut) gets its own lines above the figures.
+    """The check's row; a name or a figure too long for its column gets its own lines, never a cut.
 
-    The metric name is never cut: it is what tells one failed check from another.
+    The metric name is never cut: it is what tells one failed check from another; nor is a figure
+    ("failed 3 times in a row" cut to "fail… in a row" hid the count).
     """
     full = f"{gate} {check['metric']}"
     name = text.fit_name(full, _NAME)
@@ -149,17 +150,24 @@ def _row(gate: str, check: Mapping[str, Any]) -> list[str]:
         above = textwrap.wrap(full, width=WIDTH - 2, initial_indent="  ", subsequent_indent="    ",
                               break_on_hyphens=False)
         name = ""
-    measured = _fit(text.value(check.get("measured"), check.get("unit", "")), check, _MEASURED)
-    required = _fit(text.required(check), check, _REQUIRED)
+    measured_text, required_text = text.value(check.get("measured"), check.get("unit", "")), text.required(check)
+    measured, required = _fit(measured_text, check, _MEASURED), _fit(required_text, check, _REQUIRED)
+    below: list[str] = []
+    if measured is None or required is None:  # both figures on the line below, whole
+        below = textwrap.wrap(f"measured {measured_text}, required {required_text}", width=WIDTH - 4,
+                              initial_indent="    ", subsequent_indent="      ", break_on_hyphens=False)
+        measured, required = "(below)", ""
     row = f"  {name:<{_NAME}} {measured:>{_MEASURED}} {required:>{_REQUIRED}} {text.verdict(check)}"
     # A judged bound (accuracy's score_upper_bound) means little without the figure it bounds.
-    below = textwrap.wrap(str(check.get("source", "")), width=WIDTH - 4, initial_indent="    ",
-                          subsequent_indent="    ") if str(check["metric"]).endswith("_bound") else []
+    if str(check["metric"]).endswith("_bound"):
+        below += textwrap.wrap(str(check.get("source", "")), width=WIDTH - 4, initial_indent="    ",
+                               subsequent_indent="    ")
     return [*above, row, *below]
 
 
-def _fit(cell: str, check: Mapping[str, Any], width: int) -> str:
+def _fit(cell: str, check: Mapping[str, Any], width: int) -> str | None:
+    """``cell`` within ``width`` (a long unit shortened), or None when only a cut would fit it."""
     unit = str(check.get("unit", ""))
     if len(cell) > width and unit in SHORT_UNITS and cell.endswith(" " + unit):
         cell = cell[: -len(unit)] + SHORT_UNITS[unit]
-    return text.clip(cell, width)
+    return cell if len(cell) <= width else None

@@ -64,3 +64,33 @@ def test_markers_pass_at_threshold_and_fail_one_unit_above(pytester: pytest.Pyte
     ])
     result.stdout.fnmatch_lines(["*capacity live_concurrent_requests * >= 8 requests ok"])
     result.stdout.fnmatch_lines(["*hicache host_hit_tokens * tokens ok"])
+
+
+def test_a_gate_that_recorded_no_check_fails_instead_of_passing(pytester: pytest.Pytester) -> None:
+    """No green that checked nothing, whatever the gate: an outcome without a check is the test's failure."""
+    pytester.makeconftest('''
+from pytest_sglang.gates import registry
+from pytest_sglang.gates.base import GateOutcome
+from pytest_sglang.gates.keywords import Always, rules
+
+
+@rules(Always("nothing, for this test"))
+def empty(ctx, *, floor: int = 1):
+    return GateOutcome("empty")
+
+
+registry.GATES_BY_MARKER["sglang_capacity"] = registry.MarkerGate("sglang_capacity", "conftest:empty", "a test gate")
+''')
+    pytester.makepyfile(test_inner='''
+import pytest
+
+
+@pytest.mark.sglang_capacity(floor=2)
+def test_gate():
+    pass
+''')
+    result = pytester.runpytest_subprocess("--sglang-simulate", "--sglang-launch", "--model-path sim/tiny-llama",
+                                           "-p", "no:cacheprovider", "-rfE")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*@pytest.mark.sglang_capacity checked nothing on this server, so it cannot pass: "
+                                 "sglang empty gate passed*"])

@@ -46,7 +46,75 @@ def test_slow_health_under_load_fails_the_readiness_probe_with_when_and_a_fix(py
         "into the load, latencies 1.* s (200), 1.* s (200), 1.* s (200): Kubernetes would have marked the pod "
         "unready (removed from the Service)[]]: FAILED",
     ])
-    result.stdout.fnmatch_lines(["Fix: timeoutSeconds: 2 would have held (the slowest answer took 1.* s)"])
+    result.stdout.fnmatch_lines(["Fix: timeoutSeconds: 2 would have held (the slowest answer took 1.* s); or start "
+                                 "SGLang with SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false in its environment: "
+                                 "/health then answers at once *"])
+
+
+# Kubernetes' own probe settings, as the user of issue 34 wrote them: 3 failures 10 s apart take 31 s of load.
+K8S = ("readiness_timeout_seconds=1, readiness_period_seconds=10, readiness_failure_threshold=3, liveness_path=None, "
+       "check_dp_ranks=False, concurrency=8, input_len=256, output_len=128")
+
+
+def test_kubernetes_settings_on_a_short_load_still_catch_a_slow_health(pytester: pytest.Pytester) -> None:
+    """48 requests last a few seconds: 1 probe. The gate runs the load again, sized to last 31 s, and judges that."""
+    inner = INNER.replace(PROBES, K8S + ", requests=48")
+    result = _run(pytester, LAUNCH + " --sim-fault health-under-load:40", inner)  # /health 2 s late under load
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "  readiness probe GET /health (timeoutSeconds 1, periodSeconds 10, failureThreshold 3): measured failed 3 "
+        "times in a row, required == held [[]*: * probes during the * s load; from * s to * s into the load, *",
+        "  load: *: * completed, 0 failed; the probes of this load, * s long, are judged: the 1 load(s) before it (48 "
+        "requests) were too short for a probe to fail (the first probe and failureThreshold more, periodSeconds "
+        "apart, need 31 s)",
+    ])
+
+
+CUT = K8S + ", requests=4096, load_timeout_s=3"
+
+
+def test_a_load_too_short_to_fail_a_probe_is_not_judged_and_says_so(pytester: pytest.Pytester) -> None:
+    """The load's own deadline cuts it at 3 s: too few probes for 3 failures in a row. Skipped, never 'held'."""
+    pytester.makepyfile(test_inner=INNER.replace(PROBES, CUT))
+    result = pytester.runpytest_subprocess("--sglang-simulate", "--sglang-launch", LAUNCH, "-p", "no:cacheprovider",
+                                           "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *@pytest.mark.sglang_probes could not judge: readiness probe GET "
+                                 "/health (timeoutSeconds 1, periodSeconds 10, failureThreshold 3): * probe(s) during "
+                                 "the * s load, too few for the 3 failures in a row a failure needs (after the first: "
+                                 "31 s of load) (the load was cut: *). Fix: give the load more time *"])
+
+
+def test_under_strict_a_probe_that_could_not_be_judged_fails(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=INNER.replace(PROBES, CUT))
+    result = pytester.runpytest_subprocess("--sglang-simulate", "--sglang-launch", LAUNCH, "-p", "no:cacheprovider",
+                                           "-rfE", "--sglang-strict")
+    result.assert_outcomes(errors=1)  # failed in setup, where the gate measures, as a consent refusal does
+    result.stdout.fnmatch_lines(["*@pytest.mark.sglang_probes could not judge: readiness probe GET /health *: 1 "
+                                 "probe(s) during the * s load, too few for the 3 failures in a row a failure needs*"])
+    result.stdout.fnmatch_lines(["*(--sglang-strict: a check that cannot judge fails)*"])
+
+
+def test_no_probe_on_one_dp_rank_checks_nothing_and_sends_no_load(pytester: pytest.Pytester) -> None:
+    """Issue 34: both paths None on a server with one DP rank ran 64 requests and passed, with no probe."""
+    inner = INNER.replace(PROBES, "readiness_path=None, liveness_path=None")
+    result = _run(pytester, LAUNCH, inner)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([
+        "*@pytest.mark.sglang_probes could not measure: KeywordError: @pytest.mark.sglang_probes(readiness_path=None, "
+        "liveness_path=None, check_dp_ranks=True): checks nothing on *: no probe, and the DP-rank check needs "
+        "dp_size > 1 (every server here has one DP rank), so it would always pass. Fix: give readiness_path='/health' "
+        "or liveness_path='/health'*"])
+
+
+def test_no_probe_and_no_rank_check_is_refused_at_collection(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, LAUNCH, INNER.replace(PROBES, "readiness_path=None, liveness_path=None, "
+                                                          "check_dp_ranks=False"))
+    assert result.ret != 0 and "SGLang ready" not in result.stdout.str()  # nothing started
+    lines = "\n".join(result.stdout.lines + result.stderr.lines)
+    assert ("@pytest.mark.sglang_probes(readiness_path=None, liveness_path=None, check_dp_ranks=False): checks "
+            "nothing, so it would always pass. Fix: give readiness_path='/health' or liveness_path='/health' (a probe "
+            "to judge), or leave check_dp_ranks=True on a server with dp_size > 1") in lines, lines
 
 
 def test_a_stalled_dp_rank_is_caught_while_every_probe_holds(pytester: pytest.Pytester) -> None:
@@ -89,4 +157,26 @@ def test_a_failure_needs_threshold_failures_in_a_row_and_503s_suggest_a_threshol
     run = first_failure(failing, spec)
     assert run is not None and [r.at_s for r in run] == [10, 20, 30]
     assert suggestion(failing, spec).startswith("failureThreshold: 4 would have held")
-    assert suggestion(slow, spec) == "timeoutSeconds: 3 would have held (the slowest answer took 1.60 s)"
+    assert suggestion(slow, spec).startswith("timeoutSeconds: 3 would have held (the slowest answer took 1.60 s); or "
+                                             "start SGLang with SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false")
+    assert "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION" not in suggestion(slow, ProbeSpec("liveness", "/ready", 1, 10, 3))
+
+
+def test_on_a_fleet_each_probe_row_names_its_worker_in_every_report(pytester: pytest.Pytester) -> None:
+    """Issue 34: two workers gave two identical rows; the terminal, Markdown and JUnit now say which is which."""
+    pytester.makepyfile(test_inner=INNER.replace(PROBES, "readiness_timeout_seconds=2, readiness_period_seconds=0.25, "
+                                                 "readiness_failure_threshold=2, liveness_path=None, requests=16, "
+                                                 "concurrency=4, input_len=64, output_len=16"))
+    result = pytester.runpytest_subprocess("--sglang-simulate", "--sglang-workers", "2", "--sglang-launch", LAUNCH,
+                                           "-p", "no:cacheprovider", "--sglang-markdown", "summary.md",
+                                           "--junitxml", "junit.xml")
+    result.assert_outcomes(passed=1)
+    stdout = result.stdout.str()
+    markdown = (pytester.path / "summary.md").read_text()
+    junit = (pytester.path / "junit.xml").read_text()
+    for index in (0, 1):
+        row = (f"readiness probe GET /health (timeoutSeconds 2, periodSeconds 0.25, failureThreshold 2) on worker "
+               f"{index} (")
+        assert row in " ".join(line.strip() for line in stdout.splitlines()), stdout
+        assert row in markdown, markdown
+        assert f"sglang.probes.{row}" in junit, junit

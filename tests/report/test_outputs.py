@@ -236,3 +236,15 @@ def test_escape_sequences_from_the_server_reach_no_output(tmp_path: Path) -> Non
     for name, text in outputs.items():
         assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", text), name
         assert "evil/model" in text, name
+
+
+def test_compare_cli_never_cuts_a_figure(capsys: pytest.CaptureFixture[str]) -> None:
+    """A limit wider than its column used to be cut ("…"): both figures then go whole on the line below."""
+    from pytest_sglang.cli.compare import _print_outcomes
+
+    check = compare("baseline", "max_total_num_tokens", 1_000_000_000, ">=", 1_800_000_000,
+                    detail="baseline 2,000,000,000, this run 1,000,000,000 (-50.0%)")
+    _print_outcomes([GateOutcome("baseline", [check], context={"test": "t.py::test_capacity"})])
+    out = capsys.readouterr().out
+    assert "…" not in out, out
+    assert "2,000,000,000 -> 1,000,000,000 (-50.0%), limit >= 1,800,000,000" in out, out

@@ -62,3 +62,15 @@ def test_a_load_over_several_ray_nodes_says_so_under_its_test() -> None:
     lines = terminal.render(report)
     at = lines.index("    load shards: 2 shards over 2 Ray nodes: abababab (10.0.0.1), cdcdcdcd")
     assert lines[at + 1] == "      (10.0.0.2)"
+
+
+def test_a_figure_too_long_for_its_column_is_shown_whole() -> None:
+    """Issue 34: "failed 3 times in a row" was cut to "fail… in a row", hiding the count."""
+    probe = {**_check("probes", "readiness probe GET /health"), "measured": "failed 3 times in a row",
+             "required": "held"}
+    lines = terminal.render(_report([probe]))
+    assert not any("…" in line for line in lines), lines
+    assert "    measured failed 3 times in a row, required == held" in lines, lines
+    assert all(len(line) <= terminal.WIDTH for line in lines)
+    fits = terminal.render(_report([{**probe, "measured": "held"}]))  # a figure that fits stays in its column
+    assert any(line.startswith("  probes readiness probe GET /health") and " held " in line for line in fits), fits
