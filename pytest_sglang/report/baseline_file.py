@@ -89,9 +89,12 @@ def _bad_in_test(test: Mapping[str, Any], figures: frozenset[str]) -> str | None
             wrong = [v for v in values if not _finite(v)] if isinstance(values, list) else [values]
             if wrong:
                 return f"load {n}: samples[{name!r}] holds {_shown(wrong[0])}, not finite numbers"
-    for gate in _list(test.get("gates")):
-        for check in _list(gate.get("checks")) if isinstance(gate, Mapping) else ():
-            metric = str(check.get("metric", "")) if isinstance(check, Mapping) else ""
+    for n, gate in enumerate(_list(test.get("gates")), 1):
+        checks = gate.get("checks", []) if isinstance(gate, Mapping) else None
+        if not isinstance(checks, list) or not all(isinstance(c, Mapping) for c in checks):
+            return f"gate {n} is {_shown(gate)}, not a gate record with a list of checks"
+        for check in checks:
+            metric = str(check.get("metric", ""))
             if metric.split(" of ", 1)[0] in figures and not _figure(check.get("measured")):
                 return (f"{gate.get('gate')} gate: field 'measured' of {metric!r} is {_shown(check.get('measured'))}, "
                         "not a finite number")

@@ -66,11 +66,12 @@ def test_the_option_reads_env_and_ini(pytester: pytest.Pytester, monkeypatch: py
 
 
 def test_the_margin_is_an_option_written_into_the_json_and_works_under_xdist(
-        pytester: pytest.Pytester, sim_factory: SimFactory) -> None:
+        pytester: pytest.Pytester, sim_factory: SimFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     sim = sim_factory()
     pytester.makepyfile(test_tp=MARKED.format(tok_s=10**9, req_s=10**9))
-    result = pytester.runpytest_subprocess(f"--sglang-url={sim.url}", "--sglang-suggest-floors",
-                                           "--sglang-suggest-floors-margin=15%", "-n", "2", "-p", "no:cacheprovider")
+    monkeypatch.setenv("PYTEST_SGLANG_SUGGEST_FLOORS_MARGIN", "15%")
+    result = pytester.runpytest_subprocess(f"--sglang-url={sim.url}", "--sglang-suggest-floors", "-n", "2",
+                                           "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     # Before: the workers' suggestions never reached the controller, which printed "no sglang_throughput load
     # completed a request", and the margin was fixed at 50%.
@@ -142,3 +143,11 @@ def test_a_floors_file_that_cannot_be_written_at_the_end_names_it_and_fails_the_
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([f"sglang: could not write the suggested floors to "
                                  f"{pytester.path / 'sglang-suggested-floors.json'}: Is a directory"])
+
+
+def test_a_margin_without_suggested_floors_is_named_in_the_header(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest("--sglang-url=http://127.0.0.1:9", "--sglang-suggest-floors-margin=20%")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["sglang: not used without --sglang-suggest-floors: "
+                                 "--sglang-suggest-floors-margin (cli)"])

@@ -120,6 +120,8 @@ def _set_capacity(value: object) -> Any:
     (_set_capacity(float("nan")),
      "test 'tests/test_gate.py::test_capacity', capacity gate: field 'measured' of 'max_total_num_tokens' is nan, "
      "not a finite number"),
+    (lambda r: r["tests"][0]["gates"].append("capacity"),
+     "test 'tests/test_gate.py::test_capacity', gate 2 is 'capacity', not a gate record with a list of checks"),
     (_set_capacity([4096]),
      "test 'tests/test_gate.py::test_capacity', capacity gate: field 'measured' of 'max_total_num_tokens' is "
      "[4096], not a finite number"),
