@@ -53,3 +53,7 @@ ACCEPTANCE_SUITE_TIMEOUT_S = 3600.0
 # needs --sglang-allow-disruptive. 1,000,000 tokens is just under README's throughput recipe (256 requests
 # of 4,000 + 512 tokens = 1.16 M): minutes of a production server's whole batch, not a probe.
 HEAVY_LOAD_TOKENS = 1_000_000
+
+#: ``--sglang-suggest-floors``: a floor at 50 % below (a ceiling 50 % above) the worst end of what was
+#: measured covers another machine load or another day (``--sglang-suggest-floors-margin``).
+SUGGESTED_FLOORS_MARGIN = 0.5

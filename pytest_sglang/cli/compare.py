@@ -3,8 +3,9 @@
 NEW is the candidate: what it changes (launch args, SGLang version, image) is compared and listed as
 ``candidate vs baseline``; reports measured on another setup (model, GPU, host) are not compared.
 
-Exit codes: 0 no regression, 1 regression (or, with ``--strict``, another setup or workload),
-2 bad input (unreadable report, bad ``--max-regression``).
+Exit codes: 0 no regression, 1 regression (or, with ``--strict``, another setup or workload; or NEW has
+figures and none of its tests is in OLD), 2 bad input (unreadable report, a figure that is NaN, infinite or
+not a number, bad ``--max-regression``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import GateOutcome
-from pytest_sglang.report.baseline import Limits, compare_test, load_report, parse_limits
+from pytest_sglang.report.baseline import Limits, compare_test, gate_figures, load_report, parse_limits
+from pytest_sglang.report.baseline_file import BaselineIndex
 from pytest_sglang.report.fingerprint import changes, incomparable
 from pytest_sglang.report.text import clip, value
 
@@ -37,16 +39,26 @@ def _parser() -> argparse.ArgumentParser:
 
 def compare_reports(old: dict[str, Any], new: dict[str, Any], limits: Limits, *, strict: bool = False
                     ) -> list[GateOutcome]:
-    """Per test of NEW that OLD also ran: its load metrics and capacity/hicache figures."""
-    baseline = {t["nodeid"]: t for t in old.get("tests", [])}
+    """Per test of NEW that OLD also ran (by id, or by key: another rootdir): loads and capacity/hicache figures."""
+    baseline = BaselineIndex(old.get("tests", []))
     outcomes = []
     for test in new.get("tests", []):
-        if test["nodeid"] in baseline:
-            outcome = compare_test(test["nodeid"], baseline[test["nodeid"]], test.get("loads", []),
+        found = baseline.find(test["nodeid"], test.get("key"))
+        if found is not None:
+            outcome = compare_test(test["nodeid"], found.test, test.get("loads", []),
                                    test.get("gates", []), limits, strict=strict)
+            matched = found.note("OLD.json")
             if outcome is not None:
+                outcome.notes[:0] = [matched] if matched else []
                 outcomes.append(outcome)
     return outcomes
+
+
+def not_in_old(old: dict[str, Any], new: dict[str, Any], limits: Limits) -> tuple[int, list[str]]:
+    """How many tests of NEW have figures to compare, and the ids of those OLD does not have."""
+    baseline = BaselineIndex(old.get("tests", []))
+    measured = [t for t in new.get("tests", []) if t.get("loads") or gate_figures(t.get("gates", []), limits)]
+    return len(measured), [t["nodeid"] for t in measured if baseline.find(t["nodeid"], t.get("key")) is None]
 
 
 def _print_outcomes(outcomes: Sequence[GateOutcome]) -> None:
@@ -70,7 +82,7 @@ def _print_outcomes(outcomes: Sequence[GateOutcome]) -> None:
                 print(f"  {check.metric:<22} {'(below)':>34} {'':>11} {verdict}")
                 print(textwrap.fill(f"{moved}, limit {limit}", 80, initial_indent="    ", subsequent_indent="      "))
         for note in outcome.notes:
-            if "not compared" in note:  # regressions are on their rows already
+            if "not compared" in note or note.startswith("matched by"):  # regressions are on their rows already
                 print(textwrap.fill(note, 80, initial_indent="  ", subsequent_indent="    "))
 
 
@@ -99,6 +111,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     outcomes = compare_reports(old, new, limits, strict=args.strict)
     print(textwrap.fill("limits: " + ", ".join(f"{m} {p:g}%" for m, p in limits.items()), 80,
                         subsequent_indent="        "))
+    measured, missing = not_in_old(old, new, limits)
+    if measured and len(missing) == measured:  # comparing was the point: a report of other tests is no pass
+        print(textwrap.fill(f"COMPARED NOTHING: none of the {measured} test(s) of NEW.json with figures is in "
+                            f"OLD.json ({', '.join(missing[:3])}{' ...' if measured > 3 else ''}). Fix: compare "
+                            "reports of the same tests", 80, subsequent_indent="  "))
+        return 1
+    for nodeid in missing:
+        print(textwrap.fill(f"not compared: OLD.json has no test {nodeid} (renamed, or new since)", 80,
+                            subsequent_indent="  "))
     if not outcomes:
         print("nothing to compare: no test has load results or capacity figures in both reports")
     _print_outcomes(outcomes)

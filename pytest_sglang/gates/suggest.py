@@ -6,18 +6,19 @@ widened to the range a re-run plausibly gives, with the statistics the baselines
 samples, 95 %): :func:`plausible_range`. The margin is then taken against the worst end of that range:
 a floor at ``low x (1 - margin)``, a ceiling at ``high x (1 + margin)``. The default margin, 50 %,
 covers what one run cannot measure: drift between this run and the next (another machine load,
-another day).
+another day); ``--sglang-suggest-floors-margin`` sets it (10-20 % suits dedicated GPUs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from pytest_sglang.defaults import SUGGESTED_FLOORS_MARGIN
 from pytest_sglang.loadgen.intervals import Samples, figure_interval, side
 
 __all__ = ["DEFAULT_MARGIN", "plausible_range", "suggest_floors"]
 
-DEFAULT_MARGIN = 0.5
+DEFAULT_MARGIN = SUGGESTED_FLOORS_MARGIN
 
 
 def plausible_range(metric: str, figures: Sequence[float], samples: Sequence[Samples]) -> tuple[float, float]:

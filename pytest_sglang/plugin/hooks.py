@@ -14,6 +14,7 @@ import signal
 import threading
 import types
 from collections.abc import Callable, Generator
+from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
 import pytest
@@ -104,16 +105,16 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # --collect-only starts nothing and writes no report
     handed = worker_input(config)
     if handed is None:  # the controller checks once; a usage error would crash a worker
-        _check_output_paths(resolved)
+        _check_output_paths(resolved, config.invocation_params.dir)
     _install_sigterm(config)
     _register_pool(config, resolved)
 
 
-def _check_output_paths(resolved: settings.Settings) -> None:
+def _check_output_paths(resolved: settings.Settings, invocation_dir: Path) -> None:
     from pytest_sglang.plugin.paths import check_output_paths
 
     try:
-        check_output_paths(resolved)
+        check_output_paths(resolved, invocation_dir)
     except settings.ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -125,11 +126,15 @@ def _register_pool(config: pytest.Config, resolved: settings.Settings) -> None:
     from pytest_sglang.plugin.report_session import ReportSession
 
     ledger.reset()  # the summary counts what this run sent (an in-process pytester run starts afresh)
-    if resolved.sglang_suggest_floors:
-        from pytest_sglang.plugin.floors import FLOORS_KEY, FloorSuggestions
-
-        config.stash[FLOORS_KEY] = FloorSuggestions()
     handed = worker_input(config)
+    if resolved.sglang_suggest_floors and handed is None:  # workers send their suggestions with the reports
+        from pytest_sglang.plugin.floors import FLOORS_KEY, FloorSuggestions
+        from pytest_sglang.plugin.paths import floors_path
+
+        suggestions = FloorSuggestions(resolved.sglang_suggest_floors_margin,
+                                       floors_path(resolved, config.invocation_params.dir))
+        config.stash[FLOORS_KEY] = suggestions
+        config.pluginmanager.register(suggestions, "sglang-floors")
     session = ReportSession(config, resolved)  # first: a bad baseline is a usage error before any work
     pool = ServerPool(config, resolved, worker_input=handed)
     pool.report_session = session
@@ -194,16 +199,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     if done is not None:
         terminalreporter.write_line(done)
     if resolved.sglang_suggest_floors:
-        _suggested_floors(terminalreporter, config, resolved)
+        _suggested_floors(terminalreporter, config)
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:  # a first run: say what to run next
         for line in next_steps(resolved):
             terminalreporter.write_line(line)
 
 
-def _suggested_floors(terminalreporter: pytest.TerminalReporter, config: pytest.Config,
-                      resolved: settings.Settings) -> None:
-    from pathlib import Path
-
+def _suggested_floors(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     from pytest_sglang.plugin.floors import FLOORS_KEY
 
     suggestions = config.stash.get(FLOORS_KEY, None)
@@ -211,13 +213,10 @@ def _suggested_floors(terminalreporter: pytest.TerminalReporter, config: pytest.
         return
     for line in suggestions.lines():
         terminalreporter.write_line(line)
-    if suggestions.tests:
-        try:
-            path = suggestions.write(resolved, Path(config.invocation_params.dir))
-        except OSError as exc:
-            terminalreporter.write_line(f"sglang: could not write the suggested floors: {exc.strerror}", red=True)
-        else:
-            terminalreporter.write_line(f"sglang suggested floors JSON: {path}")
+    if suggestions.failure is not None:
+        terminalreporter.write_line(suggestions.failure, red=True, bold=True)
+    elif suggestions.written is not None:
+        terminalreporter.write_line(f"sglang suggested floors JSON: {suggestions.written}")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

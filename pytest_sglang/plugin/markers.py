@@ -216,16 +216,20 @@ def _unmet_on_attached(server: Handle, mark: pytest.Mark) -> GateOutcome | None:
 
 
 def _measure_only(request: pytest.FixtureRequest, mark: pytest.Mark, ctx: GateContext) -> GateOutcome:
-    """Run the marker's load without its floors; keep what its loads measured for the suggestions."""
-    from pytest_sglang.plugin.floors import FLOORS_KEY, measure_only
+    """Run the marker's load without its floors; the suggestion travels to the controller with the test."""
+    import json
+
+    from pytest_sglang.plugin.floors import FLOORS_PROP, measure_only, suggestion
+    from pytest_sglang.plugin.keys import SETTINGS_KEY
     from pytest_sglang.plugin.results import results_of
 
     loads = results_of(request.node).loads
     before = len(loads)
     outcome = GATES_BY_MARKER[mark.name].load()(ctx, **measure_only(mark.kwargs))
-    suggestions = request.config.stash.get(FLOORS_KEY, None)
-    if suggestions is not None:
-        suggestions.add(request.node.nodeid, mark.name, mark.kwargs, loads[before:])
+    margin = request.config.stash[SETTINGS_KEY].sglang_suggest_floors_margin
+    found = suggestion(mark.name, mark.kwargs, loads[before:], margin)
+    if found is not None:
+        request.node.user_properties.append((FLOORS_PROP, json.dumps(found)))
     return outcome
 
 

@@ -28,6 +28,7 @@ from pytest_sglang.plugin.values import (
     parse_gateway,
     parse_gpus,
     parse_launch,
+    parse_margin,
     parse_nonnegative_float,
     parse_positive_float,
     parse_positive_int,
@@ -267,7 +268,12 @@ OPTIONS: tuple[Option, ...] = (
            "or that ran but could not judge (a probe too slow to fail in the load)",
            parse=parse_bool, kind="flag", default=False),
     Option("sglang_suggest_floors", "run the sglang_throughput markers measure-only and print (and write as JSON) "
-           "the floors that would hold, with a 50% margin", parse=parse_bool, kind="flag", default=False),
+           "the floors that would hold, with a margin (--sglang-suggest-floors-margin)", parse=parse_bool,
+           kind="flag", default=False),
+    Option("sglang_suggest_floors_margin", "the suggested floors' margin below (ceilings' above) the worst end of "
+           "what was measured, in percent: 10-20% on dedicated GPUs, more where the machine is shared",
+           parse=parse_margin, default=defaults.SUGGESTED_FLOORS_MARGIN, metavar="PCT", number=True,
+           default_text="50%"),
 )
 
 

@@ -15,9 +15,22 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.files import check_creatable, check_writable
 from pytest_sglang.plugin.settings import Settings
 
+#: The suggested floors' file when no ``--sglang-report`` names a folder for it.
+FLOORS_FILE = "sglang-suggested-floors.json"
 
-def check_output_paths(settings: Settings) -> None:
-    """Raise :class:`ConfigError` naming the option, the path and the fix for the first unwritable path."""
+
+def floors_path(settings: Settings, invocation_dir: Path) -> Path:
+    """Where ``--sglang-suggest-floors`` writes its JSON: next to the JSON report, else where pytest started."""
+    if settings.sglang_report:
+        return Path(settings.sglang_report).with_suffix(".floors.json")
+    return invocation_dir / FLOORS_FILE
+
+
+def check_output_paths(settings: Settings, invocation_dir: Path | None = None) -> None:
+    """Raise :class:`ConfigError` naming the option, the path and the fix for the first unwritable path.
+
+    ``invocation_dir``: where pytest was started (the suggested floors' default folder); the current one if None.
+    """
     files = ((settings.sglang_report, "sglang_report", "the JSON report"),
              (settings.sglang_markdown, "sglang_markdown", "the Markdown summary"),
              (settings.sglang_html, "sglang_html", "the HTML report"))
@@ -29,6 +42,8 @@ def check_output_paths(settings: Settings) -> None:
         _check_file(os.environ["GITHUB_STEP_SUMMARY"], "env GITHUB_STEP_SUMMARY", "the Markdown summary")
     if settings.sglang_log_dir is not None:
         _check_dir(settings.sglang_log_dir, _where(settings, "sglang_log_dir"))
+    if settings.sglang_suggest_floors:
+        _check_floors(floors_path(settings, invocation_dir or Path.cwd()), _where(settings, "sglang_suggest_floors"))
 
 
 def _where(settings: Settings, name: str) -> str:
@@ -39,6 +54,15 @@ def _where(settings: Settings, name: str) -> str:
 
 def _check_file(text: str, where: str, what: str) -> None:
     check_writable(text, option=where, what=what)
+
+
+def _check_floors(path: Path, where: str) -> None:
+    try:
+        check_writable(path, option=where, what="the suggested floors")
+    except ConfigError as exc:
+        raise ConfigError(where, str(path), f"the suggested floors' file {exc.problem}",
+                          "start pytest in a writable directory, or give --sglang-report PATH (the floors go next "
+                          "to it, as PATH with the suffix .floors.json)") from None
 
 
 def _check_dir(text: str, where: str) -> None:

@@ -45,6 +45,7 @@ def settle(values: dict[str, Any], sources: Mapping[str, str], options: Mapping[
     """Apply the precedence to contradicting settings in ``values`` (in place); return header notes."""
     notes = [*_settle_runner(values, sources, options), *_settle_url(values, sources, options)]
     notes += _ray_needs(values, sources, options)
+    notes += _margin_needs_floors(values, sources, options)
     notes += _not_acting(values, sources, options, mentioned=" ".join(notes))
     return tuple(notes)
 
@@ -68,6 +69,15 @@ def _ray_needs(values: Mapping[str, Any], sources: Mapping[str, str], options: M
         return [f"{label(ray, source)}: attaching to --sglang-url, so Ray only runs load shards "
                 "(--sglang-load-nodes N or a marker's load_nodes)"]
     return []
+
+
+def _margin_needs_floors(values: Mapping[str, Any], sources: Mapping[str, str],
+                         options: Mapping[str, Option]) -> list[str]:
+    """A floors margin without ``--sglang-suggest-floors`` changes nothing: said in the header (an ini may set it)."""
+    margin = options["sglang_suggest_floors_margin"]
+    if margin.name not in sources or values["sglang_suggest_floors"]:
+        return []
+    return [f"not used without --sglang-suggest-floors: {label(margin, sources[margin.name])}"]
 
 
 def _conflict(first: Option, first_source: str, first_value: str, second: Option, second_source: str,

@@ -107,9 +107,20 @@ class ReportSession:
             return None
         from pytest_sglang.report.fingerprint import fingerprint
 
-        return self.baseline.outcome(nodeid, loads, outcomes, fingerprint(self.identity))
+        return self.baseline.outcome(nodeid, loads, outcomes, fingerprint(self.identity), key=self.key(nodeid))
+
+    def key(self, nodeid: str) -> str:
+        """The test's id whatever pytest's rootdir (a path-like argument moves it): baselines match on it."""
+        from pytest_sglang.report.baseline_file import stable_key
+
+        return stable_key(self.config.rootpath, nodeid)
 
     # -- pytest hooks ---------------------------------------------------------------------
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Tell the baseline this session's tests (on every xdist worker too: each collects them all)."""
+        if self.baseline is not None:
+            self.baseline.expect((item.nodeid, self.key(item.nodeid)) for item in session.items)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not self.is_worker:
             self.collector.add_report(report)
@@ -178,6 +189,8 @@ class ReportSession:
 
     def tests(self) -> list[TestRecord]:
         tests = self.collector.records()
+        for test in tests:
+            test.key = test.key or self.key(test.nodeid)
         return ([self._start_record] if self._start_record is not None else []) + tests
 
     def build(self, exitstatus: int | None = None) -> dict[str, Any]:
@@ -185,7 +198,10 @@ class ReportSession:
         from pytest_sglang.report.fingerprint import fingerprint
 
         candidate = fingerprint(self.identity) if self.identity is not None else None
-        baseline = self.baseline.summary(candidate) if self.baseline is not None else None
+        baseline = None
+        if self.baseline is not None:
+            measured = [(t.nodeid, t.key) for t in self.tests() if self.baseline.measures(t.loads, t.gates)]
+            baseline = self.baseline.summary(candidate, measured)
         if self.fleet is not None and self._server is not None:
             from pytest_sglang.report.fleet import refresh_health
 

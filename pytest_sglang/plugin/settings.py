@@ -123,6 +123,7 @@ class Settings:
     sglang_heavy_load: int
     sglang_strict: bool
     sglang_suggest_floors: bool
+    sglang_suggest_floors_margin: float
     #: Where each non-default value came from ("cli", "env PYTEST_SGLANG_URL", "ini").
     sources: Mapping[str, str] = field(default_factory=dict)
     #: For the report header: settings that lost to another one, or that do not act in this run.

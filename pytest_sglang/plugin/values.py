@@ -68,6 +68,18 @@ def parse_fraction(text: str) -> float:
     return value
 
 
+def parse_margin(text: str) -> float:
+    """``20%`` (or ``20``) -> 0.2: a margin in percent, from 0 % to below 100 %."""
+    raw = text.strip()
+    value = _float(raw.removesuffix("%").strip())
+    if not raw.endswith("%") and 0 < value < 1:  # "0.2" meant as a fraction would be a 0.2 % margin
+        raise ValueError(f"is ambiguous: {value:g}% or {value * 100:g}%? Write the percent sign, e.g. "
+                         f"{value * 100:g}%")
+    if not 0 <= value < 100:
+        raise ValueError("must be a percentage from 0% to below 100%, e.g. 20%")
+    return value / 100
+
+
 def parse_choice(*choices: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         value = text.strip().lower()

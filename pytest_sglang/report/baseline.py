@@ -24,16 +24,14 @@ test's load shapes) is not compared: a warning, or a failure with ``--sglang-bas
 from __future__ import annotations
 
 import difflib
-import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypedDict
 
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.files import read_capped
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.shares import worker_shares
@@ -53,6 +51,8 @@ from pytest_sglang.loadgen.intervals import (
     simultaneous,
     unreliable_note,
 )
+from pytest_sglang.report import baseline_file
+from pytest_sglang.report.baseline_file import BaselineIndex
 from pytest_sglang.report.fingerprint import Change, changes, incomparable
 from pytest_sglang.report.records import shape_key
 
@@ -151,32 +151,8 @@ def bound(metric: str, old: float, limit_pct: float) -> float:
 
 
 def load_report(path: str | Path, option: str = "--sglang-baseline") -> dict[str, Any]:
-    """Read a JSON report; errors name the option, the path and the fix."""
-    fix = "point it to a JSON report written with --sglang-report"
-    if not Path(path).exists():
-        raise ConfigError(option, str(path), "file not found", fix)
-    # Capped: a 2.7 GB "baseline" once ended pytest with MemoryError as an INTERNALERROR.
-    raw = read_capped(path, option=option, fix=fix, too_large_fix=fix)
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise ConfigError(option, str(path), f"not a readable JSON report ({exc})", fix) from None
-    if not isinstance(data, dict) or "tests" not in data or "fingerprint" not in data:
-        raise ConfigError(option, str(path), "not a pytest-sglang report (no 'tests'/'fingerprint')",
-                          "point it to a JSON report written with --sglang-report")
-    return data
-
-
-def baseline_test(report: Mapping[str, Any], nodeid: str) -> Mapping[str, Any]:
-    """The baseline's record of one test (``{}`` when the baseline did not run it)."""
-    for test in report.get("tests", []):
-        if test.get("nodeid") == nodeid:
-            return dict(test)
-    return {}
-
-
-def baseline_loads(report: Mapping[str, Any], nodeid: str) -> list[dict[str, Any]]:
-    return list(baseline_test(report, nodeid).get("loads", []))
+    """Read a JSON report whose figures can be compared (:func:`.baseline_file.load_report`)."""
+    return baseline_file.load_report(path, option, figures=KNOWN_METRICS)
 
 
 def compare_test(nodeid: str, old_test: Mapping[str, Any], loads: Sequence[Mapping[str, Any]],
@@ -445,8 +421,10 @@ class BaselineSummary(TypedDict):
     fingerprint_differences: list[str]
     #: What the candidate changes: ``{"field", "baseline", "candidate"}``.
     candidate_changes: list[dict[str, str]]
-    #: Tests that measured figures but whose id the baseline does not have: not compared.
+    #: Tests that measured figures but that the baseline does not have (by id or key): not compared.
     not_in_baseline: list[str]
+    #: True: tests measured figures and none of them is in the baseline (a failure, not a note).
+    compared_nothing: bool
 
 
 @dataclass
@@ -457,8 +435,14 @@ class BaselineContext:
     report: dict[str, Any]
     limits: Limits
     strict: bool = False
-    #: Test ids that measured figures the baseline has no record of (filled by :meth:`outcome`).
-    missing: list[str] = field(default_factory=list)
+    #: Whether any test of this session is in the baseline (set by :meth:`expect`; None: not told).
+    session_in_baseline: bool | None = None
+    #: The baseline's tests with figures to compare, found by id, key or the end of the id.
+    index: BaselineIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.index = BaselineIndex([t for t in self.report.get("tests", [])
+                                    if self.measures(t.get("loads", []), t.get("gates", []))])
 
     @property
     def fingerprint(self) -> Mapping[str, object]:
@@ -478,10 +462,18 @@ class BaselineContext:
         """Whether a test produced figures this baseline compares."""
         return bool(loads) or bool(gate_figures(gates, self.limits))
 
+    def expect(self, tests: Iterable[tuple[str, str | None]]) -> None:
+        """This session's tests, ``(id, key)``: when none is in the baseline, every comparing test fails.
+
+        A baseline was given, so comparing was the point: a run that can compare nothing (a baseline
+        of another suite, every test renamed) must not pass as if it had.
+        """
+        self.session_in_baseline = any(self.index.find(nodeid, key) is not None for nodeid, key in tests)
+
     def outcome(self, nodeid: str, loads: Sequence[Mapping[str, Any]],
-                gates: Sequence[GateOutcome | Mapping[str, Any]], candidate: Mapping[str, object]
-                ) -> GateOutcome | None:
-        """The baseline outcome of one test of the candidate run ``candidate`` (its fingerprint), or None.
+                gates: Sequence[GateOutcome | Mapping[str, Any]], candidate: Mapping[str, object],
+                key: str | None = None) -> GateOutcome | None:
+        """The baseline outcome of one test (``key``: its :func:`.baseline_file.stable_key`), or None.
 
         On another setup: None (the run's summary warns), or with ``strict`` a failed check. Otherwise
         the regression checks, with what the candidate changes at the top of the notes.
@@ -491,32 +483,51 @@ class BaselineContext:
         differs = self.incomparable(candidate)
         if differs:
             return self._not_comparable(differs) if self.strict else None
-        old = baseline_test(self.report, nodeid)
-        if not old:
+        found = self.index.find(nodeid, key)
+        if found is None:
             return self._not_in_baseline(nodeid)
-        outcome = compare_test(nodeid, old, loads, gates, self.limits, baseline_name=self.path, strict=self.strict)
+        outcome = compare_test(nodeid, found.test, loads, gates, self.limits, baseline_name=self.path,
+                               strict=self.strict)
         if outcome is not None:
-            outcome.notes[:0] = [f"candidate vs baseline: {c.line()}" for c in self.changes(candidate)]
+            matched = found.note(self.path)
+            outcome.notes[:0] = [f"candidate vs baseline: {c.line()}" for c in self.changes(candidate)] + (
+                [matched] if matched else [])
         return outcome
 
-    def summary(self, candidate: Mapping[str, object] | None) -> BaselineSummary:
-        """The report's ``baseline`` object for the candidate run (None: no server, nothing to compare)."""
+    def summary(self, candidate: Mapping[str, object] | None,
+                measured: Sequence[tuple[str, str | None]] = ()) -> BaselineSummary:
+        """The report's ``baseline`` object for the candidate run (None: no server, nothing to compare).
+
+        ``measured``: ``(id, key)`` of each test of the run that measured figures this baseline compares.
+        """
         differs = self.incomparable(candidate) if candidate is not None else []
         changed = self.changes(candidate) if candidate is not None and not differs else []
+        missing = [] if differs else [nodeid for nodeid, key in measured if self.index.find(nodeid, key) is None]
         return BaselineSummary(path=self.path, strict=self.strict, limits=dict(self.limits.per_metric),
                                comparable=not differs, fingerprint_differences=differs,
                                candidate_changes=[c.to_dict() for c in changed],
-                               not_in_baseline=list(dict.fromkeys(self.missing)))
+                               not_in_baseline=list(dict.fromkeys(missing)),
+                               compared_nothing=bool(missing) and len(missing) == len(measured))
 
     def _not_in_baseline(self, nodeid: str) -> GateOutcome:
-        """A visible line (a failed check with ``strict``): this test's figures were compared with nothing."""
-        self.missing.append(nodeid)
-        line = f"not compared: {self.path} has no test {nodeid} (renamed, or new since the baseline)"
+        """A visible line; a failed check with ``strict``, or when no test of the session is in the baseline."""
+        nothing = self.session_in_baseline is False
+        if nothing:
+            ran = [str(t.get("nodeid")) for t in self.index.tests]
+            more = " ..." if len(ran) > 3 else ""
+            has = f"it has {len(ran)} test(s) with figures: {', '.join(ran[:3])}{more}" if ran else \
+                "it has no test with figures"
+            line = (f"compared nothing: none of this run's tests is in the baseline {self.path} ({has}); this test, "
+                    f"{nodeid}, was compared with nothing")
+            fix = ("run the tests the baseline ran, record a baseline of these tests with --sglang-report, or drop "
+                   "--sglang-baseline")
+        else:
+            line = f"not compared: {self.path} has no test {nodeid} (renamed, or new since the baseline)"
+            fix = "refresh the baseline, or drop --sglang-baseline-strict to only warn"
         outcome = GateOutcome("baseline", notes=[line], context={"baseline": self.path, "test": nodeid})
-        if self.strict:
+        if self.strict or nothing:
             outcome.add(Check("baseline", "test_in_baseline", False, True, "==", source=self.path, passed=False,
-                              detail=line, remedy="refresh the baseline, or drop --sglang-baseline-strict to "
-                                                  "only warn"))
+                              detail=line, remedy=fix))
         return outcome
 
     def _not_comparable(self, differs: Sequence[str]) -> GateOutcome:

@@ -58,6 +58,8 @@ class TestRecord:
     server: dict[str, Any] | None = None
     #: False while only its setup has reported: a run interrupted there never ran the test body.
     ran: bool = True
+    #: The id whatever pytest's rootdir (:func:`.baseline_file.stable_key`); "" when not known.
+    key: str = ""
     _seen: set[tuple[str, str]] = field(default_factory=set, repr=False)
 
     def rows(self) -> list[Row]:
@@ -86,7 +88,8 @@ class TestRecord:
 
     def to_dict(self, *, requests: bool = False) -> dict[str, Any]:
         return {
-            "nodeid": self.nodeid, "outcome": self.outcome, "duration_s": round(self.duration_s, 4),
+            "nodeid": self.nodeid, **({"key": self.key} if self.key else {}), "outcome": self.outcome,
+            "duration_s": round(self.duration_s, 4),
             "message": self.message, "worker": self.worker,
             "gates": [g.to_dict() for g in self.gates],
             "loads": [strip_requests(ld) if not requests else ld for ld in self.loads],
@@ -95,7 +98,7 @@ class TestRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TestRecord:
-        return cls(nodeid=data["nodeid"], outcome=data.get("outcome", "passed"),
+        return cls(nodeid=data["nodeid"], key=data.get("key", ""), outcome=data.get("outcome", "passed"),
                    duration_s=float(data.get("duration_s", 0.0)), message=data.get("message", ""),
                    worker=data.get("worker"), gates=[GateOutcome.from_dict(g) for g in data.get("gates", [])],
                    loads=[dict(ld) for ld in data.get("loads", [])],

@@ -98,6 +98,9 @@ def baseline_state(baseline: Mapping[str, Any]) -> str:
         return "NOT COMPARED: measured on another setup (" + (
             "fails: --sglang-baseline-strict" if baseline.get("strict") else "warning") + ")"
     missing = baseline.get("not_in_baseline") or []
+    if baseline.get("compared_nothing"):
+        return (f"COMPARED NOTHING: none of the {len(missing)} test(s) that measured figures is in the baseline "
+                f"(fails): {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}")
     # A test the baseline never ran compared nothing: the header must not say it was compared.
     gap = (f"; {len(missing)} test(s) not in the baseline, not compared: {', '.join(missing[:3])}"
            f"{' ...' if len(missing) > 3 else ''}") if missing else ""

@@ -178,8 +178,8 @@ def test_a_test_not_in_the_baseline_is_a_visible_line_not_compared() -> None:
     outcome = ctx.outcome("t::new", [run(2)], [], {})
     assert outcome is not None and outcome.passed and outcome.checks == []
     assert outcome.notes == ["not compared: base.json has no test t::new (renamed, or new since the baseline)"]
-    summary = ctx.summary({})
-    assert summary["not_in_baseline"] == ["t::new"]
+    summary = ctx.summary({}, [("t::new", None), ("t::old", None)])
+    assert summary["not_in_baseline"] == ["t::new"] and not summary["compared_nothing"]
     state = text.baseline_state(dict(summary))
     assert "1 test(s) not in the baseline, not compared: t::new" in state
     strict = _context(strict=True).outcome("t::new", [run(2)], [], {})
@@ -189,7 +189,7 @@ def test_a_test_not_in_the_baseline_is_a_visible_line_not_compared() -> None:
 def test_a_test_in_the_baseline_is_compared() -> None:
     ctx = _context()
     outcome = ctx.outcome("t::old", [run(2)], [], {})
-    assert outcome is not None and outcome.checks and ctx.summary({})["not_in_baseline"] == []
+    assert outcome is not None and outcome.checks and ctx.summary({}, [("t::old", None)])["not_in_baseline"] == []
 
 
 def test_what_a_passing_comparison_could_not_judge_is_on_the_terminal() -> None:

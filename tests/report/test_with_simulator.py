@@ -152,3 +152,52 @@ def test_a_baseline_of_another_model_is_not_compared(real: pytest.Pytester, tmp_
             "*model: 'sim/tiny-llama' (baseline) != 'sim/other-llama' (this run)*",
         ]
     )
+
+
+def test_a_baseline_outside_the_test_dir_still_compares_a_slower_candidate(
+    real: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As found: tests in gate/, reports in a CI artifact folder next to it, pytest started in gate/.
+    # pytest picks its rootdir before plugin options are parsed: the existing baseline file, a
+    # path-like argument, moves it from gate/ to their common parent, and every id gains "gate/".
+    gate = real.mkdir("gate")
+    for path in real.path.glob("*.py"):
+        path.rename(gate / path.name)
+    real.mkdir("artifacts")
+    monkeypatch.chdir(gate)
+    base = "../artifacts/base.json"
+    recorded = _run(real, FAST, "--sglang-report", base)
+    recorded.assert_outcomes(passed=2)
+    recorded.stdout.fnmatch_lines([f"rootdir: {gate}"])
+    result = _run(real, CANDIDATE, "--sglang-baseline", base, "--sglang-max-regression=5%")
+    result.stdout.fnmatch_lines([f"rootdir: {real.path}"])
+    # Before: "2 test(s) not in the baseline, not compared", and the 3x slower candidate passed.
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*sglang baseline gate failed: output_throughput * tok/s (required >= *)*"])
+    result.stdout.fnmatch_lines(["*matched by its key: ../artifacts/base.json ran this test as "
+                                 "test_real_gates.py::test_throughput (pytest's rootdir differed, which the "
+                                 "path-like arguments choose)"])
+    assert "not in the baseline" not in result.stdout.str()
+
+
+def test_a_run_whose_tests_are_all_missing_from_the_baseline_fails_under_xdist(
+    real: pytest.Pytester, tmp_path: Path
+) -> None:
+    base = tmp_path / "prod.json"
+    _run(real, FAST, f"--sglang-report={base}").assert_outcomes(passed=2)
+    renamed = real.path / "test_real_gates.py"
+    renamed.write_text(renamed.read_text().replace("def test_", "def test_renamed_"))
+    result = _run(real, FAST, f"--sglang-baseline={base}", "-n", "2")
+    # Before: both passed, and under xdist the header said "fingerprint matches" (the workers knew which
+    # tests were missing, the controller did not): a baseline compared with nothing.
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["baseline COMPARED NOTHING: none of the 2 test(s) that measured figures is in the",
+                                 "         baseline (fails): test_real_gates.py::test_renamed_capacity,*"])
+    result.stdout.fnmatch_lines(["*compared nothing: none of this run's tests is in the baseline *prod.json (it "
+                                 "has 2 test(s) with figures: test_real_gates.py::test_capacity, "
+                                 "test_real_gates.py::test_throughput); this test, *"])
+    # One renamed test of two: the new one is a note, the other is compared.
+    renamed.write_text(renamed.read_text().replace("def test_renamed_capacity", "def test_capacity"))
+    some = _run(real, FAST, f"--sglang-baseline={base}", "-n", "2")
+    some.assert_outcomes(passed=2)
+    some.stdout.fnmatch_lines(["*1 test(s) not in the baseline, not compared:*"])
