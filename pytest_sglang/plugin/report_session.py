@@ -152,9 +152,11 @@ class ReportSession:
             from pytest_sglang.report import html
 
             self._write("HTML", s.sglang_html, lambda p: html.write_html(report, p))
+        if self.failed_writes and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a green run whose report is missing is not green
 
     def _write(self, kind: str, target: str, write: Callable[[str], Path]) -> None:
-        """Write one report; a failure is a line in the summary, not a traceback after a finished run.
+        """Write one report; a failure is a line in the summary (and a failed run), not a traceback.
 
         The path was checked writable at start; it can still fail since (e.g. a full disk).
         """
