@@ -103,6 +103,7 @@ def parse_limits(text: str | None) -> Limits:
     if text is None or not text.strip():
         return Limits({m: DEFAULT_LIMIT_PCT for m in DEFAULT_METRICS})
     per: dict[str, float] = {}
+    given: dict[str, str] = {}  # figure -> how it was written: a figure given twice is ambiguous
     for part in text.split(","):
         match = _LIMIT.match(part)
         if match is None:
@@ -110,10 +111,16 @@ def parse_limits(text: str | None) -> Limits:
                               "write a percentage like 5% or metric:percent pairs like "
                               "output_throughput:5%,p99_ttft_ms:10%")
         pct = float(match["pct"])
-        if match["metric"] is None:
+        name = "" if match["metric"] is None else metric_name(match["metric"], text)
+        key = name or "the bare percentage"
+        if key in given:
+            raise ConfigError(OPTION, text, f"{key} is given twice ({given[key]} and {part.strip()})",
+                              "give each metric (and the bare percentage for the rest) once")
+        given[key] = part.strip()
+        if not name:
             per.update({m: pct for m in DEFAULT_METRICS if m not in per})
         else:
-            per[metric_name(match["metric"], text)] = pct
+            per[name] = pct
     return Limits(per)
 
 

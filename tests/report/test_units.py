@@ -252,6 +252,19 @@ def test_parse_limits_error_names_option_value_and_fix() -> None:
     )
 
 
+@pytest.mark.parametrize(("text", "twice"), [
+    ("p99_ttft_ms:5%,p99_ttft_ms:10%", "p99_ttft_ms is given twice (p99_ttft_ms:5% and p99_ttft_ms:10%)"),
+    ("max_ttft_ms_p99:5%,p99_ttft_ms:10%", "p99_ttft_ms is given twice (max_ttft_ms_p99:5% and p99_ttft_ms:10%)"),
+    ("5%,10%", "the bare percentage is given twice (5% and 10%)"),
+])
+def test_parse_limits_refuses_a_metric_given_twice(text: str, twice: str) -> None:
+    # Before: the last one won silently ("p99_ttft_ms:5%,p99_ttft_ms:10%" judged at 10%).
+    with pytest.raises(ConfigError) as err:
+        baseline.parse_limits(text)
+    assert str(err.value) == (f"--sglang-max-regression={text!r}: {twice}. Fix: give each metric (and the bare "
+                              "percentage for the rest) once")
+
+
 def test_compare_loads_fails_a_slower_run_with_both_values_and_the_limit() -> None:
     limits = baseline.parse_limits("output_throughput:5%,p99_ttft_ms:10%")
     outcome = baseline.compare_loads("t::a", [sample.load(8, 1000.0)], [sample.load(8, 940.0)], limits)
