@@ -5,8 +5,9 @@ report was written and named by ``--sglang-run-label``), finds the change points
 with Apache Otava, and names the run where a figure shifted, by how much and with what confidence.
 
 Exit codes: 0 no new change point makes a metric worse; 1 a new one does (it was not there before the
-last ``--new-runs`` runs); 2 bad input (an unreadable or foreign file, a bad option, Otava missing);
-3 nothing could be judged: every series has fewer runs than a change point needs.
+last ``--new-runs`` runs, and ``--confirm`` runs are at its new level); 2 bad input (an unreadable or
+foreign file, a bad option, Otava missing); 3 nothing could be judged: every series has fewer runs
+than a change point needs.
 """
 
 from __future__ import annotations
@@ -41,15 +42,18 @@ def _number(flag: str, low: float, high: float | None, example: str) -> Callable
     return parse
 
 
-def _runs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid value {text!r}: not a whole number. Fix: pass --new-runs 1 "
-                                         "(the runs added since the last check)") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"invalid value {text!r}: must be >= 1. Fix: pass --new-runs 1")
-    return value
+def _runs_type(flag: str, example: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: not a whole number. Fix: pass {flag} "
+                                             f"{example}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: must be >= 1. Fix: pass {flag} {example}")
+        return value
+
+    return parse
 
 
 def _metric(text: str) -> str:
@@ -71,9 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"significance a change point needs (default {MAX_PVALUE:g}, Otava's)")
     p.add_argument("--min-change", type=_number("--min-change", 0, None, "5%"), default=0.0, metavar="PCT",
                    help="ignore change points smaller than this, in percent (default 0)")
-    p.add_argument("--new-runs", type=_runs, default=1, metavar="N",
+    p.add_argument("--new-runs", type=_runs_type("--new-runs", "1"), default=1, metavar="N",
                    help="a change point is new when the history without its last N runs does not show it "
                    "(default 1: the run just added)")
+    p.add_argument("--confirm", type=_runs_type("--confirm", "2"), default=engine.CONFIRM, metavar="N",
+                   help=f"runs at the new level a change point needs before it can fail (default {engine.CONFIRM}: "
+                   "one outlying last run is not a change)")
     p.add_argument("--skip-unreadable", action="store_true",
                    help="leave out (and name) unreadable or foreign files instead of exiting 2")
     return p
@@ -108,6 +115,8 @@ def _confidence(pvalue: float) -> str:
 def _finding(finding: engine.Finding) -> None:
     s = finding.shift
     tags = ("NEW, " if finding.new else "") + ("worse" if finding.worse else "better")
+    if finding.pending:
+        tags += f", pending: judged once {finding.confirm} runs are at the new level"
     _say(key_text(finding.key), "  ")
     _say(f"from run {finding.run.name} ({finding.run.path}) on: {fmt(s.before)} -> {fmt(s.after)} "
          f"({s.change_pct:+.1f}%), {_confidence(s.pvalue)}: {tags}", "    ")
@@ -156,7 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         parser.exit(engine.BAD_INPUT, f"{_PROG}: error: {exc}\n")
     runs = _read(parser, paths, args.metric or DEFAULT_METRICS, args.skip_unreadable)
-    trend = engine.analyse(runs, max_pvalue=args.max_pvalue, min_change_pct=args.min_change, new_runs=args.new_runs)
+    trend = engine.analyse(runs, max_pvalue=args.max_pvalue, min_change_pct=args.min_change, new_runs=args.new_runs,
+                           confirm=args.confirm)
     _print(trend, args)
     _verdict(trend)
     return trend.exit_code

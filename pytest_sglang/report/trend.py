@@ -5,7 +5,9 @@ A series is one figure (test, load shape or gate, metric) over the runs of one c
 which run the figure moved, by how much, and with what confidence. A change point is **new** when the
 history without its last ``new_runs`` runs does not show it (none in the same direction within
 :data:`SAME_WITHIN` runs): a nightly CI step fails on the night a change point first appears, not on
-every night after. Only a change point that makes a metric worse fails; an improvement is shown.
+every night after. A change point with fewer than ``confirm`` runs at its new level is *pending*: one
+outlying last run is shown, not failed on. Only a change point that makes a metric worse fails; an
+improvement is shown.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from pytest_sglang.report.history import Run, Segment, SeriesKey, segments
 
 #: A change point this close (in runs) to one found before is the same change point.
 SAME_WITHIN = 2
+#: Runs at the new level a change point needs before it can fail a night: one run off by 3.3 noise
+#: sigmas (10 % at a CV of 3 %) is a change point of its own at the end of a history, gone the next night.
+CONFIRM = 2
 
 #: Exit codes of ``python -m pytest_sglang trend`` (docs/reports.md).
 OK, NEW_REGRESSION, BAD_INPUT, TOO_SHORT = 0, 1, 2, 3
@@ -33,6 +38,9 @@ class Finding:
     previous: Run
     shift: Shift
     new: bool
+    #: Fewer than ``confirm`` runs at the new level yet: shown, judged once enough runs follow.
+    pending: bool = False
+    confirm: int = 0
 
     @property
     def worse(self) -> bool:
@@ -66,14 +74,14 @@ class Trend:
 
 
 def analyse(runs: Sequence[Run], *, max_pvalue: float = MAX_PVALUE, min_change_pct: float = 0.0,
-            new_runs: int = 1) -> Trend:
+            new_runs: int = 1, confirm: int = CONFIRM) -> Trend:
     """The change points of every series in ``runs`` (oldest first), within each configuration."""
     parts = segments(runs)
     trend = Trend(runs, parts)
     for number, part in enumerate(parts):
         latest = number == len(parts) - 1
         for key in _keys(part.runs):
-            _series(trend, key, part.runs, number, max_pvalue, min_change_pct, new_runs if latest else 0)
+            _series(trend, key, part.runs, number, max_pvalue, min_change_pct, new_runs if latest else 0, confirm)
     return trend
 
 
@@ -86,7 +94,7 @@ def _keys(runs: Sequence[Run]) -> list[SeriesKey]:
 
 
 def _series(trend: Trend, key: SeriesKey, runs: Sequence[Run], segment: int, max_pvalue: float,
-            min_change_pct: float, new_runs: int) -> None:
+            min_change_pct: float, new_runs: int, confirm: int) -> None:
     """Judge one series; ``new_runs`` is 0 for an older configuration (it gained no run, nothing in it is new)."""
     have = [r for r in runs if key in r.figures]
     failed = [r.name for r in runs if key in r.failed]
@@ -103,7 +111,9 @@ def _series(trend: Trend, key: SeriesKey, runs: Sequence[Run], segment: int, max
     before = [r for r in have if id(r) not in newest]
     earlier = shifts([r.figures[key] for r in before], max_pvalue=max_pvalue, min_change_pct=min_change_pct) \
         if new_runs and len(before) < len(have) else found
+    earlier = [s for s in earlier if len(before) - s.index >= confirm]
     for shift in found:
-        new = not any(abs(old.index - shift.index) <= SAME_WITHIN and (old.change_pct > 0) == (shift.change_pct > 0)
-                      for old in earlier)
-        trend.findings.append(Finding(key, have[shift.index], have[shift.index - 1], shift, new))
+        pending = len(have) - shift.index < confirm
+        new = not pending and not any(abs(old.index - shift.index) <= SAME_WITHIN
+                                      and (old.change_pct > 0) == (shift.change_pct > 0) for old in earlier)
+        trend.findings.append(Finding(key, have[shift.index], have[shift.index - 1], shift, new, pending, confirm))

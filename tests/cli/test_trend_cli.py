@@ -87,6 +87,8 @@ def test_an_empty_folder_is_an_error(capsys: pytest.CaptureFixture[str], tmp_pat
     (("--min-change", "five"), "argument --min-change: invalid value 'five': not a number"),
     (("--new-runs", "0"), "argument --new-runs: invalid value '0': must be >= 1"),
     (("--new-runs", "1.5"), "argument --new-runs: invalid value '1.5': not a whole number"),
+    (("--confirm", "0"), "argument --confirm: invalid value '0': must be >= 1. Fix: pass --confirm 2"),
+    (("--confirm", "two"), "argument --confirm: invalid value 'two': not a whole number"),
     (("--metric", "output_thruput"), "argument --metric: invalid value 'output_thruput': unknown metric "
                                      "'output_thruput': it would compare nothing. Fix: did you mean "
                                      "output_throughput?"),
@@ -110,3 +112,13 @@ def test_without_otava_the_command_names_the_extra(capsys: pytest.CaptureFixture
     monkeypatch.setattr(changepoint, "available", lambda: False)
     code, _, err = _run(capsys, str(tmp_path))
     assert code == 2 and "pip install 'pytest-sglang[trend]'" in err
+
+
+def test_one_outlying_last_run_is_pending_not_failed(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    values = noisy(20, 0.01, 4)
+    write_history(tmp_path, {"output_throughput": [*values[:-1], values[-1] * 0.7]})
+    code, out, _ = _run(capsys, str(tmp_path))
+    assert code == 0, out
+    assert "from run c19" in out and "pending: judged once 2 runs are at the new level" in " ".join(out.split())
+    code, out, _ = _run(capsys, str(tmp_path), "--confirm", "1")
+    assert code == 1 and "NEW, worse" in out
