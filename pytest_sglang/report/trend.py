@@ -107,7 +107,7 @@ def _series(trend: Trend, key: SeriesKey, runs: Sequence[Run], segment: int, max
     values = [r.figures[key] for r in have]
     found = shifts(values, max_pvalue=max_pvalue, min_change_pct=min_change_pct)
     # The history as it was before the newest runs (of every series, not of this one's figures).
-    newest = {id(r) for r in runs[len(runs) - new_runs:]} if new_runs else set()
+    newest = {id(r) for r in runs[max(0, len(runs) - new_runs):]} if new_runs else set()
     before = [r for r in have if id(r) not in newest]
     earlier = shifts([r.figures[key] for r in before], max_pvalue=max_pvalue, min_change_pct=min_change_pct) \
         if new_runs and len(before) < len(have) else found

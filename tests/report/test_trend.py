@@ -48,6 +48,12 @@ def test_a_step_the_history_did_not_show_before_is_new_and_fails(tmp_path: Path)
     assert trend.exit_code == NEW_REGRESSION
 
 
+def test_new_runs_beyond_the_history_make_every_change_point_new(tmp_path: Path) -> None:
+    paths = write_history(tmp_path, {"output_throughput": noisy(30, 0.03, 1, step_at=20, step=-0.10)})
+    [finding] = analyse(_runs(paths), new_runs=50).findings
+    assert finding.new and finding.worse
+
+
 def test_a_better_metric_is_shown_and_does_not_fail(tmp_path: Path) -> None:
     # p99 TTFT down 15 %: a latency that went down is an improvement.
     paths = write_history(tmp_path, {"p99_ttft_ms": noisy(30, 0.03, 3, level=200.0, step_at=25, step=-0.15)})
