@@ -20,7 +20,9 @@ Per noise model and metric (output_throughput; with ``sim`` also median_ttft_ms)
 - **A/A**: ``--series`` flat histories of 30 runs. *Clean*: the full history shows no change point. And
   the nightly false alarms: histories in which any night from the 6th to the 30th failed.
 
-Goals: located >= 95 %, detected within 3 runs of the step (nightly) >= 90 %, A/A clean >= 95 %.
+Goals: located >= 95 %, detected within 3 runs of the step (nightly) >= 90 %, A/A clean >= 95 %; they
+apply to a metric whose measured noise (CV) is at most half the step: no detector finds a 10 % step
+in 20 % noise within 3 runs.
 
 Run: ``python benchmarks/bench_trend.py [--series 100] [--launches 20] [--noise cv3,sim]``.
 """
@@ -31,6 +33,7 @@ import argparse
 import json
 import math
 import random
+import signal
 import statistics
 import tempfile
 import time
@@ -132,13 +135,17 @@ def rates(work: Path, metric: str, draw: Draw, series: int, seed: int) -> dict[s
             "alarms": alarms / series}
 
 
-def show(name: str, metric: str, r: dict[str, float]) -> bool:
+def show(name: str, metric: str, r: dict[str, float], noise: float) -> bool:
+    """Print the rates; the goals apply while the step is at least 2 noise sigmas (``noise``: the CV)."""
     met = r["located"] >= LOCATED_GOAL and r["within"] >= NIGHTLY_GOAL and r["clean"] >= CLEAN_GOAL
+    applies = noise <= STEP / 2
+    verdict = ("met" if met else "MISSED") if applies else (
+        f"goals do not apply: the noise (CV {noise:.1%}) is more than half the {STEP:.0%} step")
     print(f"  {name:<5} {metric:<18} step located {r['located']:6.1%} (goal >= {LOCATED_GOAL:.0%}), "
           f"nightly within {WITHIN} runs {r['within']:6.1%} (goal >= {NIGHTLY_GOAL:.0%}); "
           f"A/A clean {r['clean']:6.1%} (goal >= {CLEAN_GOAL:.0%}), nightly false alarms {r['alarms']:5.1%}: "
-          f"{'met' if met else 'MISSED'}")
-    return met
+          f"{verdict}")
+    return met or not applies
 
 
 def main() -> int:
@@ -154,6 +161,8 @@ def main() -> int:
         parser.error("need --series >= 1 and --launches >= 3")
     if opts.confirm is not None:
         KNOBS["confirm"] = opts.confirm
+    # A SIGTERM unwinds like Ctrl-C, so the simulator being measured is stopped (finally), not left behind.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     ok, started = True, time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench-trend-") as tmp:
         work = Path(tmp)
@@ -162,7 +171,7 @@ def main() -> int:
         if "cv3" in opts.noise.split(","):
             ok &= show("cv3", "output_throughput", rates(work / "cv3", "output_throughput",
                                                           lambda rng: 1000 * lognormal(rng, 0.03), opts.series,
-                                                          opts.seed))
+                                                          opts.seed), 0.03)
         if "sim" in opts.noise.split(","):
             t0 = time.perf_counter()
             calm = measure_launches(max(3, opts.launches // 2), 0.0, work)
@@ -173,7 +182,7 @@ def main() -> int:
                   f"({opts.launches} launches, {time.perf_counter() - t0:.0f} s)")
             for metric, measured in jittered.items():
                 ok &= show("sim", metric, rates(work / "sim", metric, lambda rng, m=measured: rng.choice(m),
-                                                opts.series, opts.seed))
+                                                opts.series, opts.seed), cv(measured))
     print(f"total wall time {time.perf_counter() - started:.1f} s: {'all goals met' if ok else 'GOAL MISSED'}")
     return 0 if ok else 1
 
