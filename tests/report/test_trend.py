@@ -10,6 +10,7 @@ from nightly import FINGERPRINT, noisy, report, write_history
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.report import changepoint
+from pytest_sglang.report.fingerprint import normalise_args
 from pytest_sglang.report.history import Run, in_order, read_run, segments
 from pytest_sglang.report.trend import NEW_REGRESSION, OK, TOO_SHORT, analyse
 
@@ -124,3 +125,8 @@ def test_without_otava_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(changepoint, "available", lambda: False)
     with pytest.raises(ConfigError, match=r"pip install 'pytest-sglang\[trend\]'"):
         changepoint.shifts([1.0] * 10)
+
+
+def test_the_simulator_s_launch_seed_is_not_part_of_the_configuration() -> None:
+    argv = ["--model-path", "m", "--sim-launch-jitter", "0.03", "--sim-launch-seed", "7"]
+    assert normalise_args(argv) == ["--sim-launch-jitter 0.03"]
