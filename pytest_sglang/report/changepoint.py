@@ -39,6 +39,11 @@ class Shift:
         return (self.after / self.before - 1.0) * 100.0 if self.before else 0.0
 
     @property
+    def rising(self) -> bool:
+        """The series went up (told from the means: a change from 0 has no percentage)."""
+        return self.after > self.before
+
+    @property
     def confidence(self) -> float:
         """1 - p: the probability, by Otava's t-test of the two sides, that the shift is not noise."""
         return 1.0 - self.pvalue

@@ -44,8 +44,7 @@ class Finding:
 
     @property
     def worse(self) -> bool:
-        up = self.shift.change_pct > 0
-        return up != higher_is_better(self.key[2])
+        return self.shift.rising != higher_is_better(self.key[2])
 
 
 @dataclass
@@ -115,5 +114,5 @@ def _series(trend: Trend, key: SeriesKey, runs: Sequence[Run], segment: int, max
     for shift in found:
         pending = len(have) - shift.index < confirm
         new = not pending and not any(abs(old.index - shift.index) <= SAME_WITHIN
-                                      and (old.change_pct > 0) == (shift.change_pct > 0) for old in earlier)
+                                      and old.rising == shift.rising for old in earlier)
         trend.findings.append(Finding(key, have[shift.index], have[shift.index - 1], shift, new, pending, confirm))

@@ -130,3 +130,9 @@ def test_without_otava_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch
 def test_the_simulator_s_launch_seed_is_not_part_of_the_configuration() -> None:
     argv = ["--model-path", "m", "--sim-launch-jitter", "0.03", "--sim-launch-seed", "7"]
     assert normalise_args(argv) == ["--sim-launch-jitter 0.03"]
+
+
+def test_a_throughput_that_rose_from_zero_is_better_not_worse(tmp_path: Path) -> None:
+    paths = write_history(tmp_path, {"output_throughput": [0.0] * 10 + [500.0] * 5})
+    [finding] = analyse(_runs(paths)).findings
+    assert finding.shift.rising and not finding.worse
