@@ -146,10 +146,13 @@ def _print(trend: engine.Trend, args: argparse.Namespace) -> None:
         _finding(finding)
 
 
-def _verdict(trend: engine.Trend) -> None:
+def _verdict(trend: engine.Trend, metrics: Sequence[str]) -> None:
     code = trend.exit_code
     if code == engine.NEW_REGRESSION:
         print(f"FAILED: {len(trend.new_regressions)} new change point(s) make a metric worse (exit 1)")
+    elif code == engine.TOO_SHORT and not trend.short:
+        print(f"NOTHING JUDGED: no report has a figure of {', '.join(metrics)}: give --metric names the reports "
+              "measure (load metrics such as output_throughput, gate figures such as max_total_num_tokens) (exit 3)")
     elif code == engine.TOO_SHORT:
         print(f"NOTHING JUDGED: every series has fewer than {MIN_RUNS} runs; add runs (exit 3)")
     else:
@@ -164,9 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         paths = report_paths(args.reports)
     except ConfigError as exc:
         parser.exit(engine.BAD_INPUT, f"{_PROG}: error: {exc}\n")
-    runs = _read(parser, paths, args.metric or DEFAULT_METRICS, args.skip_unreadable)
+    metrics = args.metric or DEFAULT_METRICS
+    runs = _read(parser, paths, metrics, args.skip_unreadable)
     trend = engine.analyse(runs, max_pvalue=args.max_pvalue, min_change_pct=args.min_change, new_runs=args.new_runs,
                            confirm=args.confirm)
     _print(trend, args)
-    _verdict(trend)
+    _verdict(trend, metrics)
     return trend.exit_code

@@ -122,3 +122,10 @@ def test_one_outlying_last_run_is_pending_not_failed(capsys: pytest.CaptureFixtu
     assert "from run c19" in out and "pending: judged once 2 runs are at the new level" in " ".join(out.split())
     code, out, _ = _run(capsys, str(tmp_path), "--confirm", "1")
     assert code == 1 and "NEW, worse" in out
+
+
+def test_metrics_no_report_measured_judge_nothing_and_say_so(capsys: pytest.CaptureFixture[str],
+                                                             tmp_path: Path) -> None:
+    write_history(tmp_path, {"output_throughput": noisy(10, 0.03, 5)})
+    code, out, _ = _run(capsys, str(tmp_path), "--metric", "p99_itl_ms")
+    assert code == 3 and "NOTHING JUDGED: no report has a figure of p99_itl_ms" in out
