@@ -7,7 +7,7 @@ with Apache Otava, and names the run where a figure shifted, by how much and wit
 Exit codes: 0 no new change point makes a metric worse; 1 a new one does (it was not there before the
 last ``--new-runs`` runs, and ``--confirm`` runs are at its new level); 2 bad input (an unreadable or
 foreign file, a bad option, Otava missing); 3 nothing could be judged: every series has fewer runs
-than a change point needs.
+than a change point needs, or no report has a figure of the metrics followed.
 """
 
 from __future__ import annotations
