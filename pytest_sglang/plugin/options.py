@@ -35,6 +35,7 @@ from pytest_sglang.plugin.values import (
     parse_ray_address,
     parse_ray_strategy,
     parse_regression_limits,
+    parse_run_label,
     parse_shm_size,
     parse_text,
     parse_url,
@@ -248,6 +249,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("sglang_report", "write a JSON report (schemas/report.schema.json) to PATH", metavar="PATH"),
     Option("sglang_report_requests", "include per-request records in the JSON report",
            parse=parse_bool, kind="flag", default=False),
+    Option("sglang_run_label", "name this run in the JSON report (run_label), e.g. a commit or version: "
+           "'python -m pytest_sglang trend' names runs by it", parse=parse_run_label, metavar="LABEL",
+           default_text="the report's time"),
     Option("sglang_markdown", "write the gate summary as Markdown to PATH", metavar="PATH",
            default_text="$GITHUB_STEP_SUMMARY if set"),
     Option("sglang_baseline", "compare against a previous JSON report", metavar="PATH"),

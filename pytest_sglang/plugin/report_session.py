@@ -211,7 +211,8 @@ class ReportSession:
             self._server = None  # once: the terminal summary reuses this report
         self.report = json_report.build_report(
             self.tests(), self.identity, duration_s=time.monotonic() - self._started, exitstatus=exitstatus,
-            baseline=baseline, notes=self.notes, interrupted=self.interrupted, fleet=self.fleet)
+            baseline=baseline, notes=self.notes, interrupted=self.interrupted, fleet=self.fleet,
+            run_label=self.settings.sglang_run_label)
         return self.report
 
 

@@ -114,6 +114,7 @@ class Settings:
     sglang_golden_max_logprob_delta: float | None
     sglang_report: str | None
     sglang_report_requests: bool
+    sglang_run_label: str | None
     sglang_markdown: str | None
     sglang_baseline: str | None
     sglang_max_regression: str | None

@@ -100,6 +100,19 @@ def parse_text(text: str) -> str:
     return text
 
 
+#: A run label is a commit, a tag or a version: shown on one line of the trend output.
+RUN_LABEL_MAX = 100
+
+
+def parse_run_label(text: str) -> str:
+    """A commit or version (``3f4192f``, ``v0.5.24``): one line, at most :data:`RUN_LABEL_MAX` characters."""
+    label = parse_text(text).strip()
+    if len(label) > RUN_LABEL_MAX:
+        raise ValueError(f"is {len(label)} characters long, more than {RUN_LABEL_MAX}: give a commit or a version, "
+                         "such as $GITHUB_SHA or v0.5.24")
+    return label
+
+
 def parse_args(text: str) -> list[str]:
     """shlex-split (no shell is ever involved: the result is an argv list), never empty."""
     try:

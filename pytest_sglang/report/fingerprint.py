@@ -36,7 +36,9 @@ VOLATILE_DESTS = ("host", "port", "api_key", "admin_api_key", "ssl_keyfile_passw
                   "log_level_http", "model_path", "served_model_name", "tokenizer_path", "nccl_port",
                   "dist_init_addr")
 #: The same as flags, for launch args SGLang would not parse (they are still normalised).
-VOLATILE_FLAGS = frozenset({"--" + dest.replace("_", "-") for dest in VOLATILE_DESTS} | {"--model"})
+#: ``--sim-launch-seed`` says which speed draw a simulator launch made, not what was launched.
+VOLATILE_FLAGS = frozenset({"--" + dest.replace("_", "-") for dest in VOLATILE_DESTS}
+                           | {"--model", "--sim-launch-seed"})
 
 
 class Fingerprint(TypedDict):

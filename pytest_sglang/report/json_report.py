@@ -30,11 +30,13 @@ SCHEMA_ID = "https://github.com/pytest-sglang/pytest-sglang/schemas/report-v2.sc
 def build_report(tests: Sequence[TestRecord], identity: ServerIdentity | None, *,
                  duration_s: float = 0.0, exitstatus: int | None = None,
                  baseline: BaselineSummary | None = None, notes: Sequence[str] = (),
-                 interrupted: bool = False, fleet: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 interrupted: bool = False, fleet: Mapping[str, Any] | None = None,
+                 run_label: str | None = None) -> dict[str, Any]:
     """Assemble the report (with per-request records; :func:`for_file` strips them unless asked).
 
     ``interrupted``: the run was stopped (Ctrl-C, SIGTERM) before every test ran. ``fleet``: the
     fleet behind the gateway (:func:`~pytest_sglang.report.fleet.identify_fleet`), None for one server.
+    ``run_label``: the commit or version the user named the run by (``--sglang-run-label``), or None.
     """
     rows = [r.to_dict() for t in tests for r in t.rows()]
     # The server start has a row in the table but is not a test: counting it said "4 tests" for 3.
@@ -46,6 +48,7 @@ def build_report(tests: Sequence[TestRecord], identity: ServerIdentity | None, *
         "schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "run_label": run_label,  # --sglang-run-label: a commit or version, how `trend` names this run
         "pytest_sglang_version": __version__,
         "tested_sglang_version": SGLANG_VERSION,
         "duration_s": round(duration_s, 3),

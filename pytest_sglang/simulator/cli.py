@@ -14,6 +14,7 @@ from pytest_sglang.sglang.args import LaunchArgs, add_sglang_arguments, namespac
 from pytest_sglang.simulator.config import SimOptions
 from pytest_sglang.simulator.faults import PHASES, check_fault
 from pytest_sglang.simulator.hostalloc import add_host_alloc_argument
+from pytest_sglang.simulator.jitter import add_jitter_arguments
 from pytest_sglang.simulator.profiles import PROFILES
 
 
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="append one line per launch to FILE (lets tests count launches)",
     )
     add_host_alloc_argument(sim)
+    add_jitter_arguments(sim)
     return parser
 
 
@@ -119,5 +121,7 @@ def parse(argv: Sequence[str]) -> tuple[LaunchArgs, SimOptions]:
         trace=values["sim_trace"],
         launch_counter=values["sim_launch_counter"],
         host_alloc_scale=values["sim_host_alloc_scale"],
+        launch_jitter=values["sim_launch_jitter"],
+        launch_seed=values["sim_launch_seed"],
     )
     return namespace_to_launch_args(ns), sim

@@ -30,6 +30,8 @@ class SimOptions:
     trace: str | None = None
     launch_counter: str | None = None
     host_alloc_scale: float = 0.0  # --sim-host-alloc-scale (hostalloc.py): real, touched host pool memory
+    launch_jitter: float = 0.0  # --sim-launch-jitter (jitter.py): CV of this launch's speed draw
+    launch_seed: int | None = None  # --sim-launch-seed: the draw's seed (None: a fresh draw)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pytest_sglang.simulator.app import build_app
 from pytest_sglang.simulator.config import MODELLED_PASSTHROUGH, SimConfig, resolve
 from pytest_sglang.simulator.engine import Engine
 from pytest_sglang.simulator.faults import parse_faults
+from pytest_sglang.simulator.jitter import jittered, launch_factor
 from pytest_sglang.simulator.leak import run_leak
 from pytest_sglang.simulator.logs import Logger
 from pytest_sglang.simulator.nodes import Node
@@ -29,9 +30,9 @@ from pytest_sglang.simulator.streams import collect
 from pytest_sglang.simulator.trace import Trace
 
 
-def _speed(cfg: SimConfig) -> Speed:
+def _speed(cfg: SimConfig, log: Logger) -> Speed:
     s, base = cfg.sim, cfg.profile.speed
-    return Speed(
+    speed = Speed(
         prefill_tok_s=s.prefill_tok_s or base.prefill_tok_s,
         prefill_base_s=base.prefill_base_s,
         decode_base_s=s.decode_step_ms / 1000 if s.decode_step_ms else base.decode_base_s,
@@ -39,6 +40,14 @@ def _speed(cfg: SimConfig) -> Speed:
             s.decode_step_per_req_ms / 1000 if s.decode_step_per_req_ms is not None else base.decode_per_req_s
         ),
     )
+    if not s.launch_jitter:
+        return speed
+    factor = launch_factor(s.launch_jitter, s.launch_seed)
+    seed = f"seed {s.launch_seed}" if s.launch_seed is not None else "unseeded: a fresh draw"
+    # Said in the server log, so a run's figures can be traced to its launch's draw.
+    log.info(f"simulator: this launch's speed factor is {factor:.4f} (every prefill and decode time x {factor:.4f};"
+             f" --sim-launch-jitter {s.launch_jitter:g}, {seed})")
+    return jittered(speed, factor)
 
 
 def _warn_passthrough(log: Logger, cfg: SimConfig) -> None:
@@ -151,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine = Engine(
         capacity=cfg.max_total_num_tokens * args.dp_size,
         max_running=cfg.max_running_requests * args.dp_size,
-        speed=_speed(cfg),
+        speed=_speed(cfg, log),
         time_scale=sim.time_scale,
         chunked_prefill=cfg.chunked_prefill_size,
         host_capacity=cfg.host_pool.tokens if cfg.host_pool else 0,

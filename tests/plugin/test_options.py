@@ -355,6 +355,10 @@ def test_settings_that_do_nothing_are_named_in_the_header(pytester: pytest.Pytes
     (["--sglang-python="], "ERROR: --sglang-python='': is empty. Fix: give --sglang-python a valid value*"),
     (["--sglang-report=a\x01b.json"], "ERROR: --sglang-report='a\\x01b.json': contains the control character*"),
     (["--sglang-api-key=sk-api-secret-6\x02"], "ERROR: --sglang-api-key='***': contains the control character*"),
+    (["--sglang-run-label=" + "x" * 101],
+     "ERROR: --sglang-run-label='xxx*': is 101 characters long, more than 100: give a commit or a version*"),
+    (["--sglang-run-label=abc\ndef"], "ERROR: --sglang-run-label='abc\\ndef': contains the control character*"),
+    (["--sglang-run-label=   "], "ERROR: --sglang-run-label='   ': is empty*"),
     (["--sglang-max-regression=5 percent"],
      "ERROR: --sglang-max-regression='5 percent': cannot read '5 percent'. Fix: write a percentage like 5%*"),
 ])
