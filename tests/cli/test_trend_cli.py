@@ -26,8 +26,10 @@ def test_a_new_step_fails_the_nightly_step_and_names_the_run(tmp_path: Path) -> 
     done = subprocess.run([sys.executable, "-m", "pytest_sglang", "trend", str(tmp_path), "--new-runs", "5"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "from run c25 (" in done.stdout and "NEW, worse" in done.stdout
-    assert "(-1" in done.stdout and "confidence" in done.stdout  # by how much, with what confidence
+    # Lines wrap at 100 columns, and the run's path (a pytest tmp dir, longer under xdist) may wrap anywhere.
+    flat = " ".join(done.stdout.replace("\n", " ").split())
+    assert "from run c25 (" in flat and "NEW, worse" in flat, done.stdout
+    assert "(-1" in flat and "confidence" in flat  # by how much, with what confidence
     assert "FAILED: 1 new change point(s) make a metric worse (exit 1)" in done.stdout
 
 
