@@ -98,3 +98,17 @@ def test_parity_uses_the_reference_url(pytester: pytest.Pytester, tmp_path: Path
         f"  disaggregation_mode of the reference server: measured null, required == null [[]its own GET "
         f"/server_info; --sglang-pd-reference-url {reference.url}[]]: ok",
     ])
+
+
+def test_a_reference_of_another_model_is_refused_before_any_prompt(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makepyfile(test_inner=REFERENCE_URL)
+    args = [*SIM, "--model-path", "sim/other-model"]
+    with Simulator(args, log_path=tmp_path / "reference.log") as reference:
+        result = pytester.runpytest_subprocess(*PD, "--sglang-pd-reference-url", reference.url, "-p",
+                                               "no:cacheprovider", "-rfE")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "sglang pd gate failed: fields differing from the reference server model_path: sim/tiny-llama on prefill "
+        "worker 0 *, sim/other-model on the reference server (required == none)*",
+    ])
+    assert "prompts_with_equal_token_ids" not in result.stdout.str()
