@@ -61,6 +61,9 @@ def test_parity_fails_when_the_decode_worker_drifts(pytester: pytest.Pytester) -
     result.stdout.fnmatch_lines([
         "  disaggregation_mode of the reference server: measured null, required == null [[]its own GET "
         "/server_info; launched by the gate from the common launch args (http://127.0.0.1:*)[]]: ok",
+        "  fields differing from the reference server: measured none, required == none [[]both servers' GET "
+        "/server_info (version, model_path, revision, dtype, quantization, kv_cache_dtype); *[]]: ok",
+        "  fields differing from the reference server: measured none, required == none *: ok",
         "  prompts_with_equal_token_ids: measured * prompts, required >= 8 prompts [[]8 greedy prompts x 4 tokens "
         "(ignore_eos, top_logprobs_num 5), one at a time, through the PD gateway and on the reference server[]]: "
         "FAILED",
