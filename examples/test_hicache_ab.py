@@ -9,6 +9,7 @@ from __future__ import annotations
 from pytest_sglang import GateOutcome
 from pytest_sglang.gates.base import compare
 from pytest_sglang.gates.capacity import token_capacity
+from pytest_sglang.gates.comparable import comparable
 from pytest_sglang.gates.hicache import host_pools
 from pytest_sglang.loadgen.prefix_reuse import run_prefix_reuse
 
@@ -27,6 +28,9 @@ def test_hicache_off_vs_on(sglang_server, hicache_off_server, sglang_load, sglan
 
     source = "second pass of the same workload, hicache off vs on"
     outcome = sglang_gate.record(GateOutcome("hicache_ab", [
+        # The two sides differ in the hierarchical cache only: the same SGLang, model, dtype and layout.
+        comparable("hicache_ab", info, hicache_off_server.info(), here="the hicache-on server",
+                   there="the hicache-off server"),
         compare("hicache_ab", "off_host_hit_tokens", without.second.host_cached_tokens, "==", 0,
                 unit="tokens", source=source, remedy="the A side must run without --enable-hierarchical-cache"),
         # More host hits than the part of the working set that cannot stay on the GPU.

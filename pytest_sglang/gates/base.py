@@ -117,6 +117,9 @@ class GateOutcome:
     context: dict[str, Any] = field(default_factory=dict)
     #: Extra lines for the failure message (e.g. "where each number came from").
     notes: list[str] = field(default_factory=list)
+    #: What the gate meant to check and could not, one line each with why (a worker's weights whose
+    #: /weights_checker did not answer): shown by every report; a failed check under ``strict`` (:meth:`strict`).
+    unchecked: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -152,6 +155,7 @@ class GateOutcome:
             if not key.startswith("_"):  # "_" keys are data for the reports (e.g. a soak's series), not text
                 lines.append(f"  {key}: {value}")
         lines += [f"  {n}" for n in self.notes]
+        lines += [f"  not checked: {u}" for u in self.unchecked]
         remedies = _unique(c.remedy for c in failed if c.remedy)
         if remedies:
             lines.append("Fix: " + "; ".join(remedies))
@@ -163,16 +167,24 @@ class GateOutcome:
         if not self.passed:
             raise AssertionError(self.message())
 
+    def strict(self, remedy: str) -> GateOutcome:
+        """This outcome with each :attr:`unchecked` line as a failed check too: what could not run fails."""
+        failed = [Check(self.gate, "not checked", line, "checked", "==", remedy=remedy) for line in self.unchecked]
+        return GateOutcome(self.gate, [*self.checks, *failed], dict(self.context), list(self.notes),
+                           list(self.unchecked))
+
     def to_dict(self) -> dict[str, Any]:
         """The outcome as JSON-ready data (reports, baselines)."""
-        return {"gate": self.gate, "checks": [c.to_dict() for c in self.checks],
+        data = {"gate": self.gate, "checks": [c.to_dict() for c in self.checks],
                 "context": {k: _jsonable(v) for k, v in self.context.items()}, "notes": list(self.notes)}
+        return {**data, "unchecked": list(self.unchecked)} if self.unchecked else data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GateOutcome:
         """An outcome read back from :meth:`to_dict` data."""
         return cls(gate=data["gate"], checks=[Check.from_dict(c) for c in data.get("checks", [])],
-                   context=dict(data.get("context", {})), notes=list(data.get("notes", [])))
+                   context=dict(data.get("context", {})), notes=list(data.get("notes", [])),
+                   unchecked=list(data.get("unchecked", [])))
 
 
 def _unique(items: Iterable[str]) -> list[str]:

@@ -12,14 +12,18 @@ differing fields only, one column per worker.
 
 The weights themselves are compared too (:data:`WEIGHTS`): each reachable worker's
 ``/weights_checker`` ``per_engine_checksum`` (SGLang 0.5.23, :mod:`pytest_sglang.server.weights`),
-between workers whose rank layout (tp/pp/dp) is the same, since each rank hashes its own shard. A
-worker where the route does not answer is named in a note and its weights are not compared.
+between workers whose rank layout (tp/pp/dp) is the same, since each rank hashes its own shard. The
+workers are read at once, each within :data:`~pytest_sglang.server.weights.WEIGHTS_TIMEOUT_S`. A worker
+whose route gives no checksum (404, 401, a hang, a body that is not one) is a line of the outcome's
+``unchecked``: every report shows it, and ``--sglang-strict`` fails it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +81,10 @@ class WorkerView:
     weights_missing: str = ""
 
 
+#: Workers whose weights are hashed at once (each rank hashes on its own GPU).
+_PARALLEL_READS = 16
+
+
 def views(workers: Iterable[WorkerHandle]) -> list[WorkerView]:
     """Every worker's view: its own /server_info when reachable, else the gateway's facts about it."""
     out: list[WorkerView] = []
@@ -88,16 +96,32 @@ def views(workers: Iterable[WorkerHandle]) -> list[WorkerView]:
             except SGLangError as exc:
                 why = f"GET /server_info failed: {str(exc).splitlines()[0]}"
             else:
-                values = {f: _text(info.get(f)) for f in FIELDS if f != WEIGHTS}
-                weights = read_weights(worker.server)
-                if isinstance(weights, WeightsChecksum):
-                    values[WEIGHTS] = weights.short()
-                    out.append(WorkerView(worker, values, role=worker.role, weights_layout=weights.layout))
-                else:
-                    out.append(WorkerView(worker, values, role=worker.role, weights_missing=weights))
+                out.append(WorkerView(worker, {f: _text(info.get(f)) for f in FIELDS if f != WEIGHTS},
+                                      role=worker.role))
                 continue
         facts = {f: worker.entry.facts[f] for f in FIELDS if f in worker.entry.facts}
         out.append(WorkerView(worker, facts, fallback=why, role=worker.role))
+    return _with_weights(out)
+
+
+def _with_weights(seen: list[WorkerView]) -> list[WorkerView]:
+    """The views with each directly read worker's weights checksum, read from all of them at once.
+
+    Each read is bounded (WEIGHTS_TIMEOUT_S), so hung routes on several workers cost that once, not once each.
+    """
+    direct = [v for v in seen if not v.fallback and v.worker.server is not None]
+    with ThreadPoolExecutor(max(1, min(_PARALLEL_READS, len(direct)))) as pool:
+        read = dict(zip((id(v) for v in direct), pool.map(lambda v: read_weights(v.worker.server), direct),
+                        strict=True))
+    out = []
+    for view in seen:
+        weights = read.get(id(view))
+        if isinstance(weights, WeightsChecksum):
+            view = dataclasses.replace(view, values={**view.values, WEIGHTS: weights.short()},
+                                       weights_layout=weights.layout)
+        elif weights is not None:
+            view = dataclasses.replace(view, weights_missing=weights)
+        out.append(view)
     return out
 
 
@@ -154,7 +178,9 @@ def compare_workers(seen: Sequence[WorkerView], ignore: Sequence[str], gate: str
     if len(seen) < 2:
         out.notes.append(f"{len(seen)} worker(s) behind the gateway: nothing to compare")
     if WEIGHTS in fields:
-        out.notes += _weights_notes(seen)
+        out.unchecked += [f"{v.worker.name()}: weights not compared ({v.weights_missing})" for v in seen
+                          if v.weights_missing and not v.fallback]
+        out.notes += _layout_notes(seen)
         out.context["weights"] = _weights_context(seen)
     for view in seen:
         if view.fallback:
@@ -165,10 +191,9 @@ def compare_workers(seen: Sequence[WorkerView], ignore: Sequence[str], gate: str
     return out
 
 
-def _weights_notes(seen: Sequence[WorkerView]) -> list[str]:
-    """Which workers' weights were not compared (no checksum, or no other worker with their layout)."""
-    notes = [f"{v.worker.name()}: weights not compared ({v.weights_missing})" for v in seen
-             if v.weights_missing and not v.fallback]
+def _layout_notes(seen: Sequence[WorkerView]) -> list[str]:
+    """Whose weights were compared with whose: only workers of one rank layout with each other."""
+    notes: list[str] = []
     layouts = dict.fromkeys(v.weights_layout for v in seen if WEIGHTS in v.values)
     if len(layouts) > 1:
         notes.append("weights checksums compared only within one rank layout: " + "; ".join(

@@ -205,6 +205,7 @@ def run_marker(
         same = compare_workers(views(fleet.workers), list(ignore or ()), GATE)
         out.checks += same.checks
         out.notes += same.notes
+        out.unchecked += same.unchecked
     if max_imbalance is not None:
         spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                          output_len=output_len, api=api, request_timeout_s=request_timeout_s,

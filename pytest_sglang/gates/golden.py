@@ -4,7 +4,10 @@ Compares the server with a recording of a known-good one (``python -m pytest_sgl
 engine :mod:`pytest_sglang.correctness.golden`): the greedy token ids of the recorded prompts must
 match on at least ``min_match`` of them, and where the tokens agree a logprob may differ by at most
 ``max_logprob_delta``. The message gives the exact-match rate, the first divergence (prompt, position,
-both continuations) and the largest logprob difference, against the limits.
+both continuations) and the largest logprob difference, against the limits. Where the recorded server
+differs from this one (SGLang version, model, dtype, ... of :mod:`.comparable` the recording kept), the
+differences are named: replaying a recording on a new version is what the gate is for, so they do not
+fail it, but a mismatch is read knowing them.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pytest_sglang.correctness import golden
 from pytest_sglang.correctness.payload import as_dict
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import GateOutcome, compare
+from pytest_sglang.gates.comparable import FIELDS, differences
 from pytest_sglang.gates.keywords import Always, AtLeast, Fraction, KeywordError, Seconds, rules
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 
@@ -52,8 +56,16 @@ def evaluate_golden(server: Handle, doc: Mapping[str, Any], *, source: str, min_
     """
     with server.client() as client:
         found = golden.measure(client, dict(doc), timeout_s=timeout_s)
-    return judge_golden(found, doc, source=source, min_match=min_match, max_logprob_delta=max_logprob_delta,
-                        names=names)
+    out = judge_golden(found, doc, source=source, min_match=min_match, max_logprob_delta=max_logprob_delta,
+                       names=names)
+    recorded = as_dict(doc.get("server"))
+    kept = [f for f in FIELDS if f in recorded]
+    if kept:  # a recording made by ``golden record`` keeps its server's facts
+        found_differences = differences(server.info(), recorded, kept)
+        out.context["recording"] += ("; this server differs: " + "; ".join(
+            f"{f} {b} recorded, {a} here" for f, a, b in found_differences) if found_differences
+            else f"; this server runs the same {', '.join(kept)}")
+    return out
 
 
 def judge_golden(found: golden.Comparison, doc: Mapping[str, Any], *, source: str, min_match: float,

@@ -27,9 +27,8 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_typ
 from pytest_sglang.errors import ConfigError
 
 __all__ = [
-    "Above", "Always", "AnyOf", "AtLeast", "AtMost", "Checks", "Count", "CountOrWord", "EachOneOf", "Excludes",
-    "Fraction", "Keyword",
-    "KeywordError",
+    "Above", "Always", "AnyOf", "AtLeast", "AtMost", "Below", "Checks", "Count", "CountOrWord", "EachOneOf",
+    "Excludes", "Fraction", "Keyword", "KeywordError",
     "NotBelow",
     "OneOf", "OptionalCount", "Requires", "Seconds", "Threshold", "UrlPath", "check", "declared", "marker_problem",
     "rules", "sglang_choices", "signature_text",
@@ -82,7 +81,13 @@ class AtMost:
 
 @dataclass(frozen=True)
 class Fraction:
-    """A rate from 0 to 1 (``max_error_rate=0.01`` is 1 %)."""
+    """A rate from 0 to 1 (``max_error_rate=0.01`` is 1 %).
+
+    ``over_one``: what a number above 1 more likely means for this keyword (``min_accept_rate=1.5`` is an
+    accept length, not 1.5 %), said in the fix instead of a percent reading.
+    """
+
+    over_one: str = ""
 
     @property
     def text(self) -> str:
@@ -92,13 +97,24 @@ class Fraction:
         return isinstance(value, (int, float)) and 0 <= value <= 1
 
     def suggest(self, value: object) -> str | None:
-        """``"1%"`` or ``5`` (percent written as a number) -> the fraction meant."""
+        """The fraction meant where a percent is the sensible reading: ``"1.5%"``, or a whole number to 100.
+
+        ``1.5`` may be 1.5 % or another figure (an accept length, a ratio): no fraction is guessed for it.
+        """
+        written = isinstance(value, str) and value.strip().endswith("%")
         text = str(value).strip().removesuffix("%") if isinstance(value, (str, int, float)) else ""
         try:
             number = float(text)
         except ValueError:
             return None
-        return f"{number / 100:g}" if math.isfinite(number) and 0 <= number <= 100 else None
+        if isinstance(value, bool) or not math.isfinite(number) or not 0 <= number <= 100:
+            return None
+        return f"{number / 100:g}" if written or number.is_integer() else None
+
+    def hint(self, value: object) -> str | None:
+        """``over_one`` for a number above 1 (None otherwise)."""
+        above = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 1
+        return self.over_one.format(value=value) if above and self.over_one else None
 
 
 @dataclass(frozen=True)
@@ -272,6 +288,9 @@ class Keyword:
             if not isinstance(constraint, (Fraction, OneOf, EachOneOf)):
                 continue
             suggestion = constraint.suggest(value)
+            hint = constraint.hint(value) if isinstance(constraint, Fraction) and suggestion is None else None
+            if hint is not None:
+                return f"give {self.name} {self.requirement}; {hint}"
             if suggestion is not None:
                 closest = " (the closest choice)" if isinstance(constraint, OneOf) else ""
                 return f"write {self.name}={suggestion}{closest}"
@@ -425,7 +444,23 @@ class Excludes:
                 f"give {self.keyword} or {self.other}, not both")
 
 
-Rule = Requires | AnyOf | Always | NotBelow | Excludes
+@dataclass(frozen=True)
+class Below:
+    """``keyword`` must be < ``other`` (both numbers, when both are set): a limit ``other`` can reach."""
+
+    keyword: str
+    other: str
+    why: str
+
+    def problem(self, values: Mapping[str, object]) -> tuple[dict[str, object], str, str] | None:
+        mine, theirs = values.get(self.keyword), values.get(self.other)
+        if not isinstance(mine, (int, float)) or not isinstance(theirs, (int, float)) or mine < theirs:
+            return None
+        return ({self.other: theirs, self.keyword: mine}, f"{self.keyword} is not below {self.other} ({self.why})",
+                f"lower {self.keyword} below {theirs:g}, or raise {self.other} above {mine:g}")
+
+
+Rule = Requires | AnyOf | Always | NotBelow | Excludes | Below
 #: The declaration of what a gate checks: every gate has exactly one.
 Checks = AnyOf | Always
 _RULES: dict[Callable[..., Any], tuple[Rule, ...]] = {}

@@ -7,7 +7,8 @@ token ids must be equal and, where they agree, each logprob within ``parity_logp
 significantly below the reference's (Newcombe's interval of the difference, as the accuracy gate's
 baseline). The reference is ``--sglang-pd-reference-url`` when given, else a server the gate launches
 with ``sglang_server_factory`` from the fleet's common launch args, without any ``--disaggregation-*``
-flag (it must not be a PD worker itself).
+flag (it must not be a PD worker itself). It must run the PD workers' SGLang version, model, dtype,
+quantization and KV dtype (:mod:`.comparable`), or nothing is compared.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import httpx
 from pytest_sglang import ledger
 from pytest_sglang.correctness import golden
 from pytest_sglang.gates.base import Check, GateOutcome, compare
+from pytest_sglang.gates.comparable import MODEL_FIELDS, comparable
 from pytest_sglang.gates.pd_roles import GATE, PD_ROLES
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 
@@ -174,6 +176,12 @@ def run_parity(ctx: GateContext, fleet: SGLangFleet, parity: Parity, out: GateOu
     single = out.add(_reference_is_single(reference, fleet, how))
     out.context["parity: reference"] = how
     if not single.passed:
+        return
+    theirs = reference.info()
+    same = [out.add(comparable(GATE, server.info(), theirs, here=name, there="the reference server",
+                               fields=MODEL_FIELDS, source=how, remedy=_REFERENCE_FIX))
+            for name, server in _pd_servers(fleet)]
+    if not all(c.passed for c in same):  # answers of another model or number format prove nothing
         return
     with _lock(ctx):
         _token_parity(ctx, fleet, reference, parity, out)

@@ -29,7 +29,18 @@ from typing import TYPE_CHECKING, Annotated
 
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare
-from pytest_sglang.gates.keywords import Above, AnyOf, AtLeast, AtMost, Excludes, Fraction, NotBelow, OneOf, Threshold
+from pytest_sglang.gates.keywords import (
+    Above,
+    AnyOf,
+    AtLeast,
+    AtMost,
+    Below,
+    Excludes,
+    Fraction,
+    NotBelow,
+    OneOf,
+    Threshold,
+)
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.gates.shares import fleet_of
 from pytest_sglang.gates.throughput import InFlight, Length, Timeout
@@ -198,11 +209,17 @@ def _stall_check(run: SoakRun, limit: float) -> Check:
                    source=f"client-side completions: {source}", keyword="max_stall_s", remedy=_STALL_FIX)
 
 
-def _error_check(run: SoakRun, limit: float) -> Check:
+def _error_check(run: SoakRun, limit: float) -> Check | None:
     finished = run.completed + run.errors.get("timeout", 0)
     kinds = ", ".join(f"{k}={v}" for k, v in run.errors.items()) or "none"
     detail = (f"{run.failed} of {finished} requests failed ({kinds}); {run.cut} in flight when the soak ended "
               f"were cancelled (not counted)")
+    if run.completed == 0 and run.failed == 0:
+        if run.stopped_early:  # no rate to judge: the soak ended before any request could finish
+            return None
+        return compare(GATE, "error_rate", None, "<=", limit, keyword="max_error_rate",
+                       detail=f"no request completed or failed in {run.duration_s:.1f} s; {detail}",
+                       remedy="the server completed nothing during the soak: read its log")
     if run.completed == 0:
         return compare(GATE, "error_rate", 1.0, "<=", limit, keyword="max_error_rate",
                        detail=f"no request completed; {detail}",
@@ -224,7 +241,12 @@ def judge(run: SoakRun, limits: Limits, warmup_s: float) -> GateOutcome:
         out.add(_kv_check(run, limits.max_kv_free_drift, warmup_s))
     if limits.max_stall_s is not None:
         out.add(_stall_check(run, limits.max_stall_s))
-    out.add(_error_check(run, limits.max_error_rate))
+    errors = _error_check(run, limits.max_error_rate)
+    if errors is not None:
+        out.add(errors)
+    else:
+        out.notes.append(f"max_error_rate: not judged: no request finished before the soak stopped early after "
+                         f"{run.duration_s:.1f} s ({run.stopped_early})")
     out.notes += [f"{c.keyword}: {c.detail}" for c in out.checks if c.keyword in _GROWTHS and c.detail]
     ended = f"stopped early after {run.duration_s:.1f} s: {run.stopped_early}" if run.stopped_early \
         else f"ran {run.duration_s:.1f} s"
@@ -258,7 +280,9 @@ def _rss_reader(server: Handle) -> tuple[Callable[[], float | None] | None, str]
 
 @keywords.rules(AnyOf(("max_rss_growth_mb_per_min", "max_kv_free_drift", "max_stall_s")),
                 Excludes("concurrency", "request_rate", "a soak is paced by one of them"),
-                NotBelow("duration_s", "warmup_s"))
+                NotBelow("duration_s", "warmup_s"),
+                Below("max_stall_s", "duration_s", "no stall longer than max_stall_s fits in the soak, so it would "
+                                                   "always pass"))
 def run_marker(
     ctx: GateContext,
     *,

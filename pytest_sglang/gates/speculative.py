@@ -11,7 +11,9 @@ so accuracy gates cannot see it) and the server is slower than without speculati
 * ``min_accept_rate``: accepted / proposed drafts (``meta_info.spec_accept_rate``), averaged per request.
 * ``min_speedup``: output throughput of a load (the load keywords) on this server over the same load on
   the same model without speculation: ``reference_url``, or a server the gate launches with
-  ``sglang_server_factory`` from this server's launch args minus every ``--speculative-*`` flag.
+  ``sglang_server_factory`` from this server's launch args minus every ``--speculative-*`` flag. A
+  reference that speculates, or serves another model, SGLang version, dtype, quantization or parallel
+  layout (:mod:`.comparable`) fails the check before any load is sent: its speedup would mean nothing.
 
 A server launched without ``--speculative-algorithm`` fails the gate: there is nothing to judge.
 """
@@ -21,9 +23,10 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Annotated
 
-from pytest_sglang.errors import SGLangError
+from pytest_sglang.errors import ServerUnavailable, SGLangError
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import Check, GateOutcome, compare
+from pytest_sglang.gates.comparable import comparable
 from pytest_sglang.gates.keywords import Above, AnyOf, Count, Fraction, rules
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout, load_spec
@@ -45,6 +48,10 @@ _SPEC_FIX = ("acceptance collapses when the draft does not match the target (an 
              "-num-draft-tokens")
 _SPEEDUP_FIX = ("speculation costs more than it gains here: lower --speculative-num-steps/--speculative-num-draft-"
                 "tokens, raise acceptance (a better-matched draft), or turn it off at this batch size")
+_LENGTH_NOT_RATE = ("the rate is accepted / proposed drafts; for {value} accepted tokens per verify step write "
+                    "min_accept_length={value}")
+_COMPARABLE_FIX = ("or leave reference_url out on a launched server: the gate then launches its args without "
+                   "--speculative-*")
 _REFERENCE_FIX = ("give reference_url=URL (the same model launched without --speculative-*), or launch the server "
                   "with --sglang-launch so the gate can launch the reference itself")
 
@@ -90,9 +97,20 @@ def _acceptance_checks(sample: SpecSample, min_length: float | None, min_rate: f
     return checks
 
 
+def _attach_reference(ctx: GateContext, url: str) -> Handle:
+    """The server at ``reference_url``; one that does not answer is an error naming the keyword, not the option."""
+    try:
+        return attach(url, api_key=ctx.server.api_key, validate=ctx.server.validate)
+    except ServerUnavailable as exc:
+        what = str(exc).split("\nFix:")[0]
+        raise ServerUnavailable(f"reference_url: {what}\nFix: give reference_url the URL of a running SGLang server "
+                                "of the same model launched without --speculative-* (start it, or correct the URL); "
+                                "or leave reference_url out on a launched server, and the gate launches one") from None
+
+
 def _reference(ctx: GateContext, url: str | None) -> tuple[Handle | None, str]:
     if url is not None:
-        server = attach(url, api_key=ctx.server.api_key, validate=ctx.server.validate)
+        server = _attach_reference(ctx, url)
         return server, f"reference_url {server.server_url}"
     config = ctx.server.config
     if ctx.factory is None or config is None:
@@ -109,10 +127,15 @@ def _speedup_check(ctx: GateContext, spec: LoadSpec, minimum: float, url: str | 
         out.checks.append(compare(GATE, "speedup", None, ">=", minimum, keyword="min_speedup",
                                   source=f"no server without speculation: {how}", remedy=_REFERENCE_FIX))
         return
-    algorithm = reference.info().get("speculative_algorithm")
+    theirs_info = reference.info()
+    algorithm = theirs_info.get("speculative_algorithm")
     if algorithm:
         out.checks.append(compare(GATE, "speculative_algorithm of the reference", algorithm, "==", None,
                                   source=how, remedy=_REFERENCE_FIX))
+        return
+    same = out.add(comparable(GATE, ctx.server.info(), theirs_info, here="this server", there="the reference",
+                              source=how, remedy=_COMPARABLE_FIX))
+    if not same.passed:  # a speedup over another model or layout would mean nothing: no load is sent
         return
     mine = ctx.load(spec)
     with _lock(ctx):
@@ -137,7 +160,7 @@ def run_marker(
     ctx: GateContext,
     *,
     min_accept_length: Annotated[float | None, Above(1)] = None,
-    min_accept_rate: Annotated[float | None, Fraction()] = None,
+    min_accept_rate: Annotated[float | None, Fraction(over_one=_LENGTH_NOT_RATE)] = None,
     min_speedup: Annotated[float | None, Above(0)] = None,
     reference_url: str | None = None,
     samples: Count = 16,

@@ -15,7 +15,8 @@ import pytest
 
 from pytest_sglang import redaction
 from pytest_sglang.gates.base import GateOutcome
-from pytest_sglang.plugin.keys import RESULTS_KEY
+from pytest_sglang.plugin.consent import STRICT
+from pytest_sglang.plugin.keys import RESULTS_KEY, SETTINGS_KEY
 
 if TYPE_CHECKING:
     from pytest_sglang.loadgen import LoadResult
@@ -90,10 +91,17 @@ def mask_properties(properties: Sequence[tuple[str, object]]) -> list[tuple[str,
             for name, value in properties]
 
 
+def _strict(item: pytest.Item) -> bool:
+    settings = item.config.stash.get(SETTINGS_KEY, None)
+    return settings is not None and settings.sglang_strict
+
+
 def record(item: pytest.Item, outcome: GateOutcome) -> None:
     """Keep ``outcome`` for the judgement after the body and in ``user_properties`` for the reports."""
     from pytest_sglang.sglang import masks  # the flag tables load only when a gate records (plugin load stays cheap)
 
+    if outcome.unchecked and _strict(item):  # what could not be checked fails, as consent does (plugin/consent.py)
+        outcome = outcome.strict(f"make it checkable (the line says why), or drop {STRICT} to only report it")
     results_of(item).outcomes.append(outcome)
     item.user_properties.append(("sglang_outcome", json.dumps(masks.scrub_payload(outcome.to_dict()))))
     for check in outcome.checks:

@@ -149,3 +149,11 @@ def passed_baseline_notes(test: Mapping[str, Any]) -> list[str]:
         return []
     return [str(note) for gate in test.get("gates") or [] if gate.get("gate") == "baseline"
             for note in gate.get("notes") or []]
+
+
+def unchecked_notes(test: Mapping[str, Any]) -> list[str]:
+    """``fleet: worker 1 (...): weights not compared (...)``: what a test's gates could not check.
+
+    A passing gate would otherwise keep them in the JSON alone (``--sglang-strict`` fails them).
+    """
+    return [f"{gate.get('gate')}: {line}" for gate in test.get("gates") or [] for line in gate.get("unchecked") or []]

@@ -6,7 +6,9 @@ entry per rank (``parallelism_info``: role, tp/dp/pp rank and size). A rank hash
 two servers can only be compared when their layouts (:attr:`WeightsChecksum.layout`) match.
 
 Servers older than the route answer 404 (405 on a gateway-style proxy); :func:`read_weights` then
-returns why in words, and the caller says the weights were not compared.
+returns why in words, and the caller says the weights were not compared. So it does for every other
+answer that holds no checksum (an error status, a body that is not JSON, too large or of the wrong
+shape, ``success: false``) and for a route that does not answer within :data:`WEIGHTS_TIMEOUT_S`.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from typing import Any
 import httpx
 
 from pytest_sglang.errors import SGLangError
+from pytest_sglang.server.client import ResponseTooLarge, deadline_in, format_bytes
 from pytest_sglang.server.handle import SGLangServer
 
 __all__ = ["WEIGHTS_TIMEOUT_S", "WeightsChecksum", "parse_weights", "read_weights"]
 
-#: Hashing every tensor of a large model takes seconds on a GPU (and much longer on CPU).
-WEIGHTS_TIMEOUT_S = 120.0
+#: The whole answer must arrive within this: SGLang 0.5.23 hashes each rank's tensors on its GPU (a
+#: triton kernel), seconds even for a large model, and a hung route must not hold the gate for minutes.
+WEIGHTS_TIMEOUT_S = 30.0
 #: One 16-hex-digit hash per tensor per rank: a 1,000-tensor model on 16 ranks is ~1.5 MB.
 _MAX_BODY = 32 * 2**20
 
@@ -62,7 +66,7 @@ def parse_weights(body: object) -> WeightsChecksum | str:
         return "/weights_checker answered no per_engine_checksum (no rank returned a payload)"
     listed = body.get("ranks")
     ranks: list[Any] = listed if isinstance(listed, list) else []
-    tensors = sum(len(r.get("checksums") or {}) for r in ranks if isinstance(r, dict))
+    tensors = sum(len(r["checksums"]) for r in ranks if isinstance(r, dict) and isinstance(r.get("checksums"), dict))
     return WeightsChecksum(checksum, _layout(ranks), tensors)
 
 
@@ -70,7 +74,11 @@ def read_weights(server: SGLangServer, timeout_s: float = WEIGHTS_TIMEOUT_S) -> 
     """``GET /weights_checker`` on ``server``: the checksum, or in words why it was not read."""
     try:
         with server.client(timeout=httpx.Timeout(timeout_s, connect=5.0), max_body_bytes=_MAX_BODY) as client:
-            response = client.get("/weights_checker")
+            response = client.get("/weights_checker", extensions=deadline_in(timeout_s))
+    except httpx.TimeoutException:
+        return f"GET /weights_checker did not answer within {timeout_s:g} s (the limit per request)"
+    except ResponseTooLarge:
+        return f"GET /weights_checker answered more than {format_bytes(_MAX_BODY)} (reading stopped there)"
     except (httpx.HTTPError, SGLangError) as exc:
         return f"GET /weights_checker failed: {type(exc).__name__}"
     if response.status_code in (404, 405):

@@ -21,6 +21,9 @@
 ``stall-after:N``            after N generation requests the server still accepts connections (and
                              ``/health`` answers) but completes nothing more (sglang#22779: requests hang
                              after a near-constant count)
+``weights-checker:MODE``     ``/weights_checker`` gives no checksum: ``garbage`` (HTML), ``huge`` (a 100 MB
+                             body), ``unauthorized`` (401), ``hang`` (never answers), ``wrong-types`` (JSON
+                             of the wrong shape) or ``failure`` (400, ``success: false``)
 
 Kept apart from :mod:`.faults` (which only routes these kinds here), as the PD kinds are.
 """
@@ -33,7 +36,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 PRODUCTION_KINDS = ("corrupt-weights", "spec-collapse", "spec-slow", "health-under-load", "stalled-dp-rank", "leak",
-                    "kv-leak", "stall-after")
+                    "kv-leak", "stall-after", "weights-checker")
+#: How ``/weights_checker`` fails under ``weights-checker:MODE``.
+WEIGHTS_CHECKER_MODES = ("garbage", "huge", "unauthorized", "hang", "wrong-types", "failure")
 #: A leak beyond this many MB a minute is a typo (1 GB a second), not a slow leak.
 MAX_LEAK_MB_PER_MIN = 60_000.0
 _SWITCHES = ("corrupt-weights", "spec-collapse", "spec-slow")
@@ -49,6 +54,7 @@ class ProductionFaults:
     leak_mb_per_min: float = 0.0
     kv_leak_tokens: int = 0
     stall_after: int | None = None
+    weights_checker: str | None = None
 
 
 def _bad(spec: str, why: str) -> argparse.ArgumentTypeError:
@@ -79,6 +85,10 @@ def check_production_fault(spec: str) -> str:
     elif kind == "stall-after":
         if not arg.isdigit():
             raise _bad(spec, "stall-after needs a whole number of requests, e.g. stall-after:100")
+    elif kind == "weights-checker":
+        if arg not in WEIGHTS_CHECKER_MODES:
+            raise _bad(spec, f"weights-checker needs one of {', '.join(WEIGHTS_CHECKER_MODES)}, e.g. "
+                             "weights-checker:hang")
     else:
         raise _bad(spec, f"unknown fault kind {kind!r}; choose one of {', '.join(PRODUCTION_KINDS)}")
     return spec
@@ -102,7 +112,9 @@ def parse_production_faults(specs: Iterable[str]) -> ProductionFaults:
             continue
         check_production_fault(spec)
         if kind in _SWITCHES:
-            out = replace(out, **{kind.replace("-", "_"): True})
+            out = replace(out, corrupt_weights=out.corrupt_weights or kind == "corrupt-weights",
+                          spec_collapse=out.spec_collapse or kind == "spec-collapse",
+                          spec_slow=out.spec_slow or kind == "spec-slow")
         elif kind == "health-under-load":
             out = replace(out, health_under_load_s=float(arg))
         elif kind == "leak":
@@ -111,6 +123,8 @@ def parse_production_faults(specs: Iterable[str]) -> ProductionFaults:
             out = replace(out, kv_leak_tokens=int(arg))
         elif kind == "stall-after":
             out = replace(out, stall_after=int(arg))
+        elif kind == "weights-checker":
+            out = replace(out, weights_checker=arg)
         else:
             out = replace(out, stalled_dp_rank=int(arg))
     return out

@@ -11,11 +11,12 @@ is an optional ``CheckWeightsReqInput`` (``action`` "checksum" by default, ``ski
 Here the weights are a function of the model path (as :attr:`SimConfig.weights_seed` says for the
 answers): two workers on one path agree, on two paths differ, and the ``corrupt-weights`` fault
 changes one tensor. A rank's tensors are its shard, so another TP layout gives other checksums, as
-in SGLang.
+in SGLang. The ``weights-checker:MODE`` fault answers no checksum at all, in one of six ways.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 
@@ -57,7 +58,34 @@ def _rank(state: State, tp_rank: int, dp_rank: int, skip: list[str]) -> dict[str
     return {"checksums": checksums, "per_gpu_checksum": _overall(checksums), "parallelism_info": [placement]}
 
 
-async def weights_checker(request: web.Request, state: State) -> web.Response:
+_HUGE_BYTES = 100 * 10**6
+
+
+async def _broken(request: web.Request, mode: str) -> web.StreamResponse:
+    """``/weights_checker`` answering no checksum, as the ``weights-checker:MODE`` fault asks."""
+    if mode == "hang":
+        await asyncio.Event().wait()  # until the client gives up (the server cancels the handler)
+    if mode == "garbage":
+        return web.Response(text="<html><body>502 Bad Gateway</body></html>", content_type="text/html")
+    if mode == "unauthorized":
+        return json_response({"error": "Unauthorized"}, 401)
+    if mode == "wrong-types":
+        return json_response({"success": "yes", "per_engine_checksum": ["not", "a", "string"], "ranks": [
+            {"checksums": 5, "parallelism_info": "tp0"}]})
+    if mode == "failure":
+        return json_response({"success": False, "message": "Unsupported action='checksum' on this backend"}, 400)
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    await response.prepare(request)
+    chunk = b" " * 2**20
+    for _ in range(_HUGE_BYTES // len(chunk)):  # a body no reader should hold whole
+        await response.write(chunk)
+    return response
+
+
+async def weights_checker(request: web.Request, state: State) -> web.StreamResponse:
+    mode = state.cfg.faults.production.weights_checker
+    if mode is not None:
+        return await _broken(request, mode)
     raw = await request.read()
     try:
         body = json.loads(raw) if raw.strip() else {}

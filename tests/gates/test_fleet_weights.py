@@ -66,3 +66,39 @@ def test_consistent():
         logs = [w.log_text() for w in fleet.workers]
     result.assert_outcomes(passed=1)
     assert all('"GET /weights_checker HTTP/1.1" 200' in log for log in logs), "each worker's weights were read"
+
+
+CONSISTENT = """
+import pytest
+
+
+@pytest.mark.sglang_fleet()
+def test_consistent():
+    pass
+"""
+
+
+def test_weights_that_could_not_be_read_are_shown_in_every_report_and_fail_under_strict(
+        pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Worker 1 loaded other weights and its /weights_checker answers HTML: the fleet cannot tell, and says so."""
+    workers = (MODEL, (*MODEL, "--sim-fault", "corrupt-weights", "--sim-fault", "weights-checker:garbage"))
+    pytester.makepyfile(test_inner=CONSISTENT)
+    with own_fleet(workers, tmp_path_factory.mktemp("unread-weights")) as fleet:
+        result = pytester.runpytest_subprocess("--sglang-url", fleet.url, "--sglang-html", "report.html", "-p",
+                                               "no:cacheprovider")
+        strict = pytester.runpytest_subprocess("--sglang-url", fleet.url, "--sglang-strict", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["test_inner.py::test_consistent * PASSED"])
+    result.stdout.fnmatch_lines(["  fleet differing_fields * none * == none ok"])
+    result.stdout.fnmatch_lines(["    not checked: fleet: worker ? (http://127.0.0.1:*): weights not compared*",
+                                 "      */weights_checker answered 200, not JSON)"], consecutive=True)
+    page = (pytester.path / "report.html").read_text()
+    assert "test_inner.py::test_consistent</code> not checked: fleet: worker " in page
+    assert "weights not compared (GET /weights_checker answered 200, not JSON)" in page
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines([
+        "sglang fleet gate failed: not checked worker ? (http://127.0.0.1:*): weights not compared (GET "
+        "/weights_checker answered 200, not JSON) (required == checked)",
+    ])
+    strict.stdout.fnmatch_lines(["Fix: make it checkable (the line says why), or drop --sglang-strict to only "
+                                 "report it"])

@@ -124,3 +124,18 @@ def test_requests_that_fail_are_shown_and_count_as_mismatches() -> None:
     assert not outcome.passed and [c.metric for c in outcome.checks] == ["match_rate"]
     assert "  prompt 2: no 10-token greedy answer with logprobs for 'x': HTTP 500 'boom'" in text
     assert "  largest logprob delta: 0; not limited: set max_logprob_delta" in text
+
+
+def test_a_recording_of_another_model_is_named_next_to_the_verdict(pytester: pytest.Pytester,
+                                                                   sim_factory: SimFactory) -> None:
+    """The recording keeps its server's facts (``golden record``): a replay on another model says so."""
+    with make_client(sim_factory(*SEED, "--model-path", "sim/recorded-model").url) as client:
+        doc = golden.record(client, golden.default_prompts()[:3], 6, timeout_s=30,
+                            server={"model_path": "sim/recorded-model", "version": "0.5.23"})
+    golden.save(doc, pytester.path / "golden.json")
+    pytester.makepyfile(test_inner=INNER)
+    result = pytester.runpytest_subprocess(*RUN, f"--sglang-url={sim_factory(*SEED).url}", "-k", "production")
+    result.assert_outcomes(failed=1, deselected=2)
+    result.stdout.fnmatch_lines(["  recording: golden.json: 3 prompts x 6 greedy tokens, from model_path "
+                                 "sim/recorded-model, version 0.5.23; this server differs: model_path "
+                                 "sim/recorded-model recorded, sim/tiny-llama here"])

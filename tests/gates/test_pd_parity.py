@@ -61,6 +61,9 @@ def test_parity_fails_when_the_decode_worker_drifts(pytester: pytest.Pytester) -
     result.stdout.fnmatch_lines([
         "  disaggregation_mode of the reference server: measured null, required == null [[]its own GET "
         "/server_info; launched by the gate from the common launch args (http://127.0.0.1:*)[]]: ok",
+        "  fields differing from the reference server: measured none, required == none [[]both servers' GET "
+        "/server_info (version, model_path, revision, dtype, quantization, kv_cache_dtype); *[]]: ok",
+        "  fields differing from the reference server: measured none, required == none *: ok",
         "  prompts_with_equal_token_ids: measured * prompts, required >= 8 prompts [[]8 greedy prompts x 4 tokens "
         "(ignore_eos, top_logprobs_num 5), one at a time, through the PD gateway and on the reference server[]]: "
         "FAILED",
@@ -98,3 +101,17 @@ def test_parity_uses_the_reference_url(pytester: pytest.Pytester, tmp_path: Path
         f"  disaggregation_mode of the reference server: measured null, required == null [[]its own GET "
         f"/server_info; --sglang-pd-reference-url {reference.url}[]]: ok",
     ])
+
+
+def test_a_reference_of_another_model_is_refused_before_any_prompt(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makepyfile(test_inner=REFERENCE_URL)
+    args = [*SIM, "--model-path", "sim/other-model"]
+    with Simulator(args, log_path=tmp_path / "reference.log") as reference:
+        result = pytester.runpytest_subprocess(*PD, "--sglang-pd-reference-url", reference.url, "-p",
+                                               "no:cacheprovider", "-rfE")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "sglang pd gate failed: fields differing from the reference server model_path: sim/tiny-llama on prefill "
+        "worker 0 *, sim/other-model on the reference server (required == none)*",
+    ])
+    assert "prompts_with_equal_token_ids" not in result.stdout.str()

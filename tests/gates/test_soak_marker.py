@@ -105,6 +105,11 @@ def test_a_stall_fails_naming_when_completions_stopped_and_stops_the_soak_early(
     ("duration_s=10, warmup_s=20, max_stall_s=1", "@pytest.mark.sglang_soak(duration_s=10, warmup_s=20): duration_s "
                                                   "is below warmup_s. Fix: raise duration_s to at least 20"),
     ("max_rss_growth_mb_per_min='5MB'", "@pytest.mark.sglang_soak(max_rss_growth_mb_per_min='5MB'): must be"),
+    # a stall must outlast max_stall_s to fail, and cannot in a shorter soak: the limit would check nothing
+    ("duration_s=6, max_stall_s=30",
+     "@pytest.mark.sglang_soak(duration_s=6, max_stall_s=30): max_stall_s is not below duration_s (no stall longer "
+     "than max_stall_s fits in the soak, so it would always pass). Fix: lower max_stall_s below 6, or raise "
+     "duration_s above 30"),
 ])
 def test_bad_keywords_are_refused_at_collection(pytester: pytest.Pytester, keywords: str, message: str) -> None:
     result = _run(pytester, LAUNCH, keywords)
@@ -133,3 +138,4 @@ def test_an_attached_servers_rss_is_not_guessed(pytester: pytest.Pytester, sim_f
     result.stdout.fnmatch_lines(["*max_rss_growth_mb_per_min=5: rss_growth_mb_per_min measured None MB/min*"
                                  "unavailable: this server's RSS cannot be read*",
                                  "*stopped early after * s: nothing it judges can be measured*"])
+    assert "error_rate measured 1" not in result.stdout.str(), "no request failed: no error rate of 1"

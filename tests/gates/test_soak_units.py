@@ -81,6 +81,21 @@ def test_a_soak_that_completed_nothing_fails_its_integrity() -> None:
     assert not check.passed and check.detail.startswith("no request completed")
 
 
+def test_a_soak_that_stopped_before_any_request_finished_reports_no_error_rate() -> None:
+    """An attached server's unreadable RSS stops the soak at once: 0 failed is not an error rate of 1."""
+    run = SoakRun(SPEC, "x", samples=[SoakSample(t=0.0)], cut=8, duration_s=0.3,
+                  stopped_early="nothing it judges can be measured (see the failed checks)")
+    outcome = judge(run, Limits(max_rss_growth_mb_per_min=5), 60.0)
+    assert [c.metric for c in outcome.checks] == ["rss_growth_mb_per_min"]
+    assert "error_rate measured 1" not in outcome.message()
+    assert ("max_error_rate: not judged: no request finished before the soak stopped early after 0.3 s (nothing it "
+            "judges can be measured (see the failed checks))") in outcome.notes
+    ran = judge(SoakRun(SPEC, "x", samples=[SoakSample(t=0.0)], cut=8, duration_s=600.0), Limits(max_stall_s=10), 60)
+    errors = ran.checks[-1]
+    assert errors.metric == "error_rate" and errors.measured is None and not errors.passed
+    assert errors.detail.startswith("no request completed or failed in 600.0 s")
+
+
 def test_the_json_report_keeps_the_series_and_the_html_report_draws_it() -> None:
     outcome = judge(_run(10.0), Limits(max_rss_growth_mb_per_min=5), 60.0)
     report = build_report([Record("t.py::test_soak", outcome="failed", gates=[outcome])], None)

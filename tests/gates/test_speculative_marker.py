@@ -13,6 +13,7 @@ import fnmatch
 import pytest
 
 from pytest_sglang.simulator import Simulator
+from tests.conftest import SimFactory
 
 BASE = ("--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.25 --sim-decode-step-ms 40 "
         "--enable-metrics --speculative-algorithm EAGLE3 --speculative-num-steps 3 "
@@ -93,6 +94,11 @@ def test_spec():
          "min_accept_length, min_accept_rate, min_speedup*"),
     ("min_accept_length=1", "*sglang_speculative(min_accept_length=1): must be a number > 1*"),
     ("min_accept_rate=75", "*min_accept_rate=0.75*"),
+    # 1.5 is no percent anyone means for an acceptance rate: the fix names the accept length, not 0.015
+    ("min_accept_rate=1.5", "*sglang_speculative(min_accept_rate=1.5): must be a number from 0 to 1 (a fraction: "
+                            "0.01 = 1%). Fix: give min_accept_rate a number from 0 to 1 (a fraction: 0.01 = 1%); the "
+                            "rate is accepted / proposed drafts; for 1.5 accepted tokens per verify step write "
+                            "min_accept_length=1.5*"),
 ])
 def test_bad_keywords_are_usage_errors_before_anything_starts(pytester: pytest.Pytester, kwargs: str,
                                                               expected: str) -> None:
@@ -109,3 +115,48 @@ def test_spec():
     assert result.ret != 0
     assert any(fnmatch.fnmatch(line, expected) for line in result.stdout.lines + result.stderr.lines), \
         result.stdout.str() + result.stderr.str()
+
+
+SPEEDUP_ONLY = """
+import pytest
+
+
+@pytest.mark.sglang_speculative(min_speedup=1.05, reference_url={url!r}, requests=8, concurrency=4, input_len=32,
+                                output_len=16)
+def test_speedup():
+    pass
+"""
+
+
+def test_a_reference_serving_another_model_is_refused_before_any_load(pytester: pytest.Pytester,
+                                                                      sim_factory: SimFactory) -> None:
+    """A speedup over a server of another model means nothing: the gate fails naming what differs."""
+    other = sim_factory("--model-path", "sim/other-model")
+    pytester.makepyfile(test_inner=SPEEDUP_ONLY.format(url=other.url))
+    result = pytester.runpytest_subprocess("--sglang-simulate", "--sglang-launch", BASE, "-p", "no:cacheprovider",
+                                           "-rfE")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "sglang speculative gate failed: fields differing from the reference model_path: sim/tiny-llama on this "
+        "server, sim/other-model on the reference (required == none)",
+    ])
+    result.stdout.fnmatch_lines(["Fix: launch the reference with the same SGLang version, model and model_path as "
+                                 "this server; or leave reference_url out on a launched server*"])
+    assert "speedup measured" not in result.stdout.str()
+    sent = [line for line in other.log_text().splitlines() if '"POST /generate' in line and ":0 - " not in line]
+    assert not sent, "no load was sent to the reference (its own warm-up request comes from port 0)"
+
+
+def test_a_dead_reference_url_names_the_keyword_in_its_fix(pytester: pytest.Pytester) -> None:
+    from pytest_sglang.sockets import free_port
+
+    pytester.makepyfile(test_inner=SPEEDUP_ONLY.format(url=f"http://127.0.0.1:{free_port()}"))
+    result = pytester.runpytest_subprocess("--sglang-simulate", "--sglang-launch", BASE, "-p", "no:cacheprovider",
+                                           "-rfE")
+    result.assert_outcomes(errors=1)
+    text = result.stdout.str()
+    assert "could not measure: ServerUnavailable: reference_url: " in text, text
+    result.stdout.fnmatch_lines(["*Fix: give reference_url the URL of a running SGLang server of the same model "
+                                 "launched without --speculative-**"])
+    fixes = [line for line in result.stdout.lines if "Fix:" in line]
+    assert not any("--sglang-url" in line for line in fixes), fixes

@@ -248,3 +248,24 @@ def test_compare_cli_never_cuts_a_figure(capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr().out
     assert "…" not in out, out
     assert "2,000,000,000 -> 1,000,000,000 (-50.0%), limit >= 1,800,000,000" in out, out
+
+
+def test_what_a_passing_gate_could_not_check_is_in_every_report() -> None:
+    from pytest_sglang.gates.base import GateOutcome, compare
+    from pytest_sglang.report import html, markdown, terminal
+    from pytest_sglang.report.json_report import build_report, validation_errors
+    from pytest_sglang.report.records import TestRecord
+
+    outcome = GateOutcome("fleet", [compare("fleet", "differing_fields", "none", "==", "none")],
+                          unchecked=["worker 1 (http://w1): weights not compared (GET /weights_checker answered 401)"])
+    report = build_report([TestRecord("t.py::test_fleet", gates=[GateOutcome.from_dict(outcome.to_dict())])], None)
+    assert not validation_errors(report)
+    line = "fleet: worker 1 (http://w1): weights not compared (GET /weights_checker answered 401)"
+    lines = terminal.render(report)
+    assert lines[lines.index("    not checked: fleet: worker 1 (http://w1): weights not compared (GET") + 1] == (
+        "      /weights_checker answered 401)")
+    assert f"<code>t.py::test_fleet</code> not checked: {line}" in html.render(report)
+    assert f"> `t.py::test_fleet` not checked: {line}" in markdown.render(report)
+    strict = outcome.strict("drop strict")
+    assert not strict.passed and strict.failed[0].metric == "not checked" and strict.failed[0].remedy == "drop strict"
+    assert "  not checked: worker 1 (http://w1)" in outcome.message()

@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 
 import httpx
+import pytest
 
-from pytest_sglang.server.weights import WeightsChecksum, parse_weights
+from pytest_sglang.server.start import attach
+from pytest_sglang.server.weights import WEIGHTS_TIMEOUT_S, WeightsChecksum, parse_weights, read_weights
 from tests.conftest import SimFactory
 
 
@@ -51,3 +53,25 @@ def test_parse_weights_says_why_there_is_no_checksum() -> None:
     assert "success=False" in str(parse_weights({"success": False, "message": "boom"}))
     assert "no per_engine_checksum" in str(parse_weights({"success": True, "message": ""}))
     assert "not answer a JSON object" in str(parse_weights([1]))
+
+
+@pytest.mark.parametrize(("mode", "why"), [
+    ("garbage", "GET /weights_checker answered 200, not JSON"),
+    ("huge", "GET /weights_checker answered more than 32 MiB (reading stopped there)"),
+    ("unauthorized", "GET /weights_checker answered 401 (an admin route: give the admin API key to read it)"),
+    ("hang", "GET /weights_checker did not answer within 1 s (the limit per request)"),
+    ("wrong-types", "/weights_checker answered success='yes': "),
+    ("failure", "/weights_checker answered success=False: Unsupported action='checksum' on this backend"),
+])
+def test_a_route_that_gives_no_checksum_is_said_in_words_within_the_limit(sim_factory: SimFactory, mode: str,
+                                                                         why: str) -> None:
+    server = attach(sim_factory("--sim-fault", f"weights-checker:{mode}").url)
+    found = read_weights(server, timeout_s=1.0 if mode == "hang" else WEIGHTS_TIMEOUT_S)
+    assert isinstance(found, str) and found.startswith(why), found
+
+
+def test_wrong_types_never_raise_and_the_hang_limit_is_short() -> None:
+    odd = {"success": True, "per_engine_checksum": "ab" * 32, "ranks": [{"checksums": 5, "parallelism_info": "x"}, 7]}
+    parsed = parse_weights(odd)
+    assert isinstance(parsed, WeightsChecksum) and parsed.tensors == 0 and parsed.layout == "unknown layout"
+    assert WEIGHTS_TIMEOUT_S <= 30, "a hung /weights_checker holds the gate this long"
