@@ -269,7 +269,7 @@ OPTIONS: tuple[Option, ...] = (
            "server is disruptive", parse=parse_positive_int, default=defaults.HEAVY_LOAD_TOKENS, metavar="TOKENS",
            number=True),
     Option("sglang_strict", "fail (not skip) a check that cannot run without consent (--sglang-allow-disruptive), "
-           "or that ran but could not judge (a probe too slow to fail in the load)",
+           "or that ran but could not judge (a probe too slow to fail in the load) or check (weights unread)",
            parse=parse_bool, kind="flag", default=False),
     Option("sglang_suggest_floors", "run the sglang_throughput markers measure-only and print (and write as JSON) "
            "the floors that would hold, with a margin (--sglang-suggest-floors-margin)", parse=parse_bool,
