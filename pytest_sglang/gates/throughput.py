@@ -39,6 +39,7 @@ from pytest_sglang.loadgen.datasets import PromptSource
 from pytest_sglang.loadgen.intervals import CONFIDENCE, figure_interval, side, unreliable_note
 from pytest_sglang.loadgen.result import merge_cache_reports
 from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS
+from pytest_sglang.loadgen.tokencount import BASES, merge_token_reports, token_text
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import Handle
@@ -121,7 +122,7 @@ def judge(result: LoadResult, limits: dict[str, float], max_error_rate: float,
     """
     runs = list(runs) or [result]
     floors = [_check(result, keyword, limit, runs, reading) for keyword, limit in limits.items()]
-    integrity = [c for c in (server, timeout_check(result, max_error_rate)) if c is not None]
+    integrity = [c for c in (server, timeout_check(result, max_error_rate), token_check(result)) if c is not None]
     integrity.append(error_check(result, max_error_rate))
     outcome = GateOutcome(gate=GATE)
     if all(c.passed for c in integrity):
@@ -246,6 +247,21 @@ def server_check(server: Handle | None, result: LoadResult) -> Check | None:
                           "can be judged")
 
 
+def token_check(result: LoadResult) -> Check | None:
+    """A failed check when the server counted more (or fewer) prompt tokens than were sent, beyond the tolerance."""
+    report = result.prompt_tokens
+    if not report.get("flagged"):
+        return None
+    return compare(GATE, "prompt tokens (server/sent)", f"{report['difference_pct']:+.1f}%", "==",
+                   f"within {report['tolerance_pct']:g}%",
+                   source=f"meta_info.prompt_tokens / usage.prompt_tokens of {report['requests_compared']} answers "
+                          f"from {result.url}: {report['server_prompt_tokens']:,} counted, "
+                          f"{report['sent_prompt_tokens']:,} sent ({BASES[report['basis']]})",
+                   remedy="the server computes tokens the client did not send, so input tok/s is not its speed "
+                          "on this load: fix the chat template (or the added special tokens), judge output tok/s, "
+                          "or raise prompt_token_tolerance_pct=")
+
+
 def describe(result: LoadResult) -> dict[str, Any]:
     """Load shape, integrity counts and the server's own view, for the message and the reports."""
     total = result.completed + result.failed
@@ -271,6 +287,9 @@ def describe(result: LoadResult) -> dict[str, Any]:
     if result.warmup_errors:
         context["warmup failures"] = "; ".join(result.warmup_errors[:3])
     view = result.server_view
+    tokens = token_text(result.prompt_tokens)
+    if tokens:
+        context["prompt tokens"] = tokens
     if result.spec.dataset != "random-ids":  # random ids share no prefix: the figure would say nothing
         context.update(result.workload_context())
     if view:
@@ -321,6 +340,7 @@ def median_result(results: Sequence[LoadResult]) -> LoadResult:
         refused_from_s=min(refused) if refused else None,
         cache_report=merge_cache_reports([r.cache_report for r in results]),
         workload=first.workload,
+        prompt_tokens=merge_token_reports(first.spec, [r.prompt_tokens for r in results]),
         **values,
     )
 

@@ -43,6 +43,8 @@ SLOW_DECODE_TOK_S = 10.0
 TYPICAL_BATCH = 64
 #: Probe (10 s), /flush_cache (90 s) and connection set-up, on top of the requests' own limits.
 SETUP_ALLOWANCE_S = 120.0
+#: A prompt-token tolerance beyond this (10x the tokens sent) would flag nothing.
+MAX_TOLERANCE_PCT = 1000.0
 #: Warmup requests ask for at most this many tokens (as bench_serving).
 WARMUP_MAX_TOKENS = 32
 
@@ -99,6 +101,9 @@ class LoadSpec:
     #: Trace replay: a request is sent at (its trace time - the first's) x this factor. SGLang's
     #: bench_serving calls it ``--mooncake-slowdown-factor`` (2.0 = twice as slow, 0.1 = 10x faster).
     trace_time_scale: float = 1.0
+    #: Server's ``prompt_tokens`` may differ from the tokens sent by this many % before the load is
+    #: flagged (:mod:`.tokencount`): beyond, input tok/s counts tokens the client did not send.
+    prompt_token_tolerance_pct: float = 5.0
     timeout_s: InitVar[float | None] = None
 
     def __post_init__(self, timeout_s: float | None) -> None:
@@ -189,6 +194,10 @@ class LoadSpec:
                 f"concurrency={self.concurrency}",
                 "use at most one shard (nodes x processes) per concurrent request",
             )
+        tol = self.prompt_token_tolerance_pct
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol <= MAX_TOLERANCE_PCT:
+            _bad("prompt_token_tolerance_pct", tol, f"must be a number of % from 0 to {MAX_TOLERANCE_PCT:g}",
+                 "use 5.0 to flag a load whose server-counted prompt tokens differ from those sent by over 5%")
         if self.vocab_size <= 11:
             _bad("vocab_size", self.vocab_size, "must be > 11", "give the model's vocabulary size")
 

@@ -12,6 +12,7 @@ from pytest_sglang.simulator import answer, grammar, lora, tokenizer
 from pytest_sglang.simulator.answer import Ask
 from pytest_sglang.simulator.grammar import Constraint, ConstraintError
 from pytest_sglang.simulator.openai_features import MAX_N
+from pytest_sglang.simulator.production_faults import with_template
 from pytest_sglang.simulator.request import Request
 from pytest_sglang.simulator.respond import (
     SAMPLING_TYPES,
@@ -210,7 +211,7 @@ def _requests(state: State, req: _Native, base: Ask, opts: NativeOptions) -> lis
         out.append(
             dict(
                 rid=rid,
-                prompt_ids=ids,
+                prompt_ids=with_template(ids, faults.production),
                 max_new=128 if req.max_new is None else req.max_new,
                 ignore_eos=bool(sp.get("ignore_eos", False)),
                 stop=stops(sp.get("stop")),

@@ -14,6 +14,7 @@ from pytest_sglang.simulator.grammar import ConstraintError
 from pytest_sglang.simulator.openai_body import ChoiceOptions, openai_object
 from pytest_sglang.simulator.openai_features import OpenAIOptions, RequestError, read_options
 from pytest_sglang.simulator.openai_stream import ChoiceGroup, OpenAIEmitter
+from pytest_sglang.simulator.production_faults import with_template
 from pytest_sglang.simulator.respond import (
     SSE_HEADERS,
     BadRequest,
@@ -133,7 +134,7 @@ def _engine_requests(
     return [
         dict(
             rid=str(body.get("rid") or uuid.uuid4().hex) if i == 0 else uuid.uuid4().hex,
-            prompt_ids=ids,
+            prompt_ids=with_template(ids, state.cfg.faults.production),
             max_new=limit,
             ignore_eos=bool(body.get("ignore_eos", False)),
             stop=stops(body.get("stop")),

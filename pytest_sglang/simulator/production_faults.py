@@ -21,6 +21,9 @@
 ``stall-after:N``            after N generation requests the server still accepts connections (and
                              ``/health`` answers) but completes nothing more (sglang#22779: requests hang
                              after a near-constant count)
+``template-tokens:N``        every prompt is N tokens longer than the client sent (a chat template or
+                             special tokens added again): the server computes, and reports as
+                             ``prompt_tokens``, tokens the client never meant to send
 
 Kept apart from :mod:`.faults` (which only routes these kinds here), as the PD kinds are.
 """
@@ -33,9 +36,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 PRODUCTION_KINDS = ("corrupt-weights", "spec-collapse", "spec-slow", "health-under-load", "stalled-dp-rank", "leak",
-                    "kv-leak", "stall-after")
+                    "kv-leak", "stall-after", "template-tokens")
 #: A leak beyond this many MB a minute is a typo (1 GB a second), not a slow leak.
 MAX_LEAK_MB_PER_MIN = 60_000.0
+#: More added tokens than this is a typo, not a template.
+MAX_TEMPLATE_TOKENS = 100_000
 _SWITCHES = ("corrupt-weights", "spec-collapse", "spec-slow")
 
 
@@ -49,6 +54,7 @@ class ProductionFaults:
     leak_mb_per_min: float = 0.0
     kv_leak_tokens: int = 0
     stall_after: int | None = None
+    template_tokens: int = 0
 
 
 def _bad(spec: str, why: str) -> argparse.ArgumentTypeError:
@@ -79,6 +85,10 @@ def check_production_fault(spec: str) -> str:
     elif kind == "stall-after":
         if not arg.isdigit():
             raise _bad(spec, "stall-after needs a whole number of requests, e.g. stall-after:100")
+    elif kind == "template-tokens":
+        if not arg.isdigit() or not 0 < int(arg) <= MAX_TEMPLATE_TOKENS:
+            raise _bad(spec, f"template-tokens needs a whole number of tokens from 1 to {MAX_TEMPLATE_TOKENS:,} "
+                             "added to every prompt, e.g. template-tokens:12")
     else:
         raise _bad(spec, f"unknown fault kind {kind!r}; choose one of {', '.join(PRODUCTION_KINDS)}")
     return spec
@@ -91,6 +101,11 @@ def _check_leak(spec: str, arg: str) -> None:
         raise _bad(spec, "leak needs megabytes per minute, e.g. leak:10") from None
     if not math.isfinite(value) or not 0 < value <= MAX_LEAK_MB_PER_MIN:
         raise _bad(spec, f"leak must be > 0 and at most {MAX_LEAK_MB_PER_MIN:,.0f} MB per minute, e.g. leak:10")
+
+
+def with_template(ids: list[int], faults: ProductionFaults) -> list[int]:
+    """``ids`` as the server computes them: with ``template-tokens:N``, N tokens (id 1) more."""
+    return ids + [1] * faults.template_tokens if faults.template_tokens else ids
 
 
 def parse_production_faults(specs: Iterable[str]) -> ProductionFaults:
@@ -111,6 +126,8 @@ def parse_production_faults(specs: Iterable[str]) -> ProductionFaults:
             out = replace(out, kv_leak_tokens=int(arg))
         elif kind == "stall-after":
             out = replace(out, stall_after=int(arg))
+        elif kind == "template-tokens":
+            out = replace(out, template_tokens=int(arg))
         else:
             out = replace(out, stalled_dp_rank=int(arg))
     return out
