@@ -40,6 +40,7 @@ from pytest_sglang.loadgen.intervals import CONFIDENCE, figure_interval, side, u
 from pytest_sglang.loadgen.result import merge_cache_reports
 from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS
 from pytest_sglang.loadgen.tokencount import BASES, merge_token_reports, token_text
+from pytest_sglang.loadgen.vocab import vocab_text
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import Handle
@@ -290,6 +291,8 @@ def describe(result: LoadResult) -> dict[str, Any]:
     tokens = token_text(result.prompt_tokens)
     if tokens:
         context["prompt tokens"] = tokens
+    if result.workload.get("vocab"):
+        context["vocabulary"] = vocab_text(result.workload["vocab"])
     if result.spec.dataset != "random-ids":  # random ids share no prefix: the figure would say nothing
         context.update(result.workload_context())
     if view:

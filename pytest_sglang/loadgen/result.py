@@ -12,6 +12,7 @@ from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.spec import LoadSpec
 from pytest_sglang.loadgen.stats import calculate_metrics, error_counts, percentile
 from pytest_sglang.loadgen.tokencount import token_report, token_text
+from pytest_sglang.loadgen.vocab import vocab_text
 
 _BACKENDS = {"native": "sglang", "completions": "sglang-oai", "chat": "sglang-oai-chat"}
 #: Fields that are not bench_serving metrics (what explains them, and how they were obtained).
@@ -336,6 +337,8 @@ def workload_context(cache: dict[str, Any], facts: dict[str, Any],
     tokens = token_text(prompt_tokens or {})
     if tokens:
         lines["prompt tokens"] = tokens
+    if facts.get("vocab"):
+        lines["vocabulary"] = vocab_text(facts["vocab"])
     text = cache_text(cache)
     if text:
         lines["prefix cache"] = text

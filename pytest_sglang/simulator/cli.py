@@ -17,6 +17,12 @@ from pytest_sglang.simulator.hostalloc import add_host_alloc_argument
 from pytest_sglang.simulator.profiles import PROFILES
 
 
+def _vocab_size(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) <= 10_000_000:
+        raise argparse.ArgumentTypeError(f"must be a whole number of tokens from 1 to 10,000,000, got {text!r}")
+    return int(text)
+
+
 def _positive(text: str) -> float:
     try:
         value = float(text)
@@ -92,6 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="append one line per launch to FILE (lets tests count launches)",
     )
+    sim.add_argument(
+        "--sim-vocab-size",
+        type=_vocab_size,
+        default=None,
+        metavar="N",
+        help="the model's vocabulary size: token_ids_logprob is checked against it, and a prompt id >= N "
+             "kills the server as 0.5.23 does (default: 32000, prompt ids not checked)",
+    )
     add_host_alloc_argument(sim)
     return parser
 
@@ -119,5 +133,6 @@ def parse(argv: Sequence[str]) -> tuple[LaunchArgs, SimOptions]:
         trace=values["sim_trace"],
         launch_counter=values["sim_launch_counter"],
         host_alloc_scale=values["sim_host_alloc_scale"],
+        vocab_size=values["sim_vocab_size"],
     )
     return namespace_to_launch_args(ns), sim

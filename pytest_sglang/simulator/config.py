@@ -30,6 +30,7 @@ class SimOptions:
     trace: str | None = None
     launch_counter: str | None = None
     host_alloc_scale: float = 0.0  # --sim-host-alloc-scale (hostalloc.py): real, touched host pool memory
+    vocab_size: int | None = None  # --sim-vocab-size (vocab.py): None = 32000, prompt ids not checked
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from pytest_sglang.simulator import answer, grammar, lora, tokenizer
+from pytest_sglang.simulator import answer, grammar, lora, tokenizer, vocab
 from pytest_sglang.simulator.grammar import ConstraintError
 from pytest_sglang.simulator.openai_body import ChoiceOptions, openai_object
 from pytest_sglang.simulator.openai_features import OpenAIOptions, RequestError, read_options
@@ -104,6 +104,8 @@ async def openai(state: State, request: web.Request, *, chat: bool) -> web.Strea
     msg = length_error(state, len(ids), opts.max_new)
     if msg:
         return error_response(msg, "BadRequestError", 400)
+    if not chat and isinstance(body.get("prompt"), list):  # token ids, taken as sent (text is tokenized)
+        vocab.crash_on_unknown_ids(state, [ids])
     fault = fault_error(state)
     if fault is not None:
         return fault

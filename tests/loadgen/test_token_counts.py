@@ -59,3 +59,35 @@ def test_bad_tolerance_is_refused_naming_it(bad: Any) -> None:
         LoadSpec(prompt_token_tolerance_pct=bad)
     text = str(info.value)
     assert "prompt_token_tolerance_pct" in text and "from 0 to 1000" in text and "use 5.0" in text
+
+
+# -- random-ids from the model's vocabulary, read from the server ---------------------------------------------------
+
+def test_random_ids_come_from_the_vocabulary_the_server_reports(sim_factory: Any) -> None:
+    sim = sim_factory(*MODEL, "--sim-vocab-size", "401")  # 0.5.23 dies on a prompt id >= 401
+    result = run_load(sim.url, LoadSpec(**{**SHAPE, "input_len": 256}))
+    assert result.completed == 16 and result.errors == {}, result.failure_examples()
+    assert result.spec.vocab_size == 401
+    assert result.workload["vocab"] == {
+        "size": 401, "read": True, "source": f"POST /generate token_ids_logprob check ('valid range is [0, N)') of "
+                                             f"{sim.url}"}
+    assert "vocabulary: token ids drawn from [10, 401): vocabulary size from POST /generate" in \
+        evaluate_throughput(result).message()
+    assert sim.proc is not None and sim.proc.poll() is None  # alive
+
+
+def test_a_vocabulary_larger_than_the_models_kills_it_as_on_0_5_23(sim_factory: Any) -> None:
+    """The twin: the old fixed range [10, 1000) on a 401-token model (what vocab_size=1000 still asks for)."""
+    sim = sim_factory(*MODEL, "--sim-vocab-size", "401")
+    result = run_load(sim.url, LoadSpec(**{**SHAPE, "input_len": 256, "vocab_size": 1000, "warmup": 0}))
+    assert result.completed == 0
+    assert sim.proc is not None and sim.proc.wait(timeout=30) == 1
+    assert "IndexError: index out of range in self" in sim.log_text()
+
+
+@pytest.mark.parametrize("bad", [11, 0, -5, True, 401.0, "401", 10_000_001])
+def test_bad_vocab_size_is_refused_naming_it(bad: Any) -> None:
+    with pytest.raises(ConfigError) as info:
+        LoadSpec(vocab_size=bad)
+    text = str(info.value)
+    assert "vocab_size" in text and "from 12 to 10,000,000" in text and "config.json vocab_size" in text
