@@ -334,11 +334,6 @@ def workload_context(cache: dict[str, Any], facts: dict[str, Any],
                      prompt_tokens: dict[str, Any] | None = None) -> dict[str, str]:
     """Labelled lines for a load's ``cache_report``, ``workload`` and ``prompt_tokens`` (plain data: reports too)."""
     lines: dict[str, str] = {}
-    tokens = token_text(prompt_tokens or {})
-    if tokens:
-        lines["prompt tokens"] = tokens
-    if facts.get("vocab"):
-        lines["vocabulary"] = vocab_text(facts["vocab"])
     text = cache_text(cache)
     if text:
         lines["prefix cache"] = text
@@ -358,4 +353,9 @@ def workload_context(cache: dict[str, Any], facts: dict[str, Any],
     if "nodes" in facts:  # a load spread over Ray nodes (loadgen/ray_nodes.py): where its shards ran
         hosts = sorted({f"{s['node_id'][:8]} ({s['address']})" for s in facts["nodes"]})
         lines["load shards"] = f"{len(facts['nodes'])} shards over {len(hosts)} Ray nodes: {', '.join(hosts)}"
+    tokens = token_text(prompt_tokens or {})
+    if tokens:
+        lines["prompt tokens"] = tokens
+    if facts.get("vocab"):
+        lines["vocabulary"] = vocab_text(facts["vocab"])
     return lines
