@@ -38,7 +38,7 @@ from pytest_sglang.loadgen import LoadResult, LoadSpec
 from pytest_sglang.loadgen.datasets import PromptSource
 from pytest_sglang.loadgen.intervals import CONFIDENCE, figure_interval, side, unreliable_note
 from pytest_sglang.loadgen.result import merge_cache_reports
-from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS
+from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS, MAX_TOLERANCE_PCT
 from pytest_sglang.loadgen.tokencount import BASES, merge_token_reports, token_text
 from pytest_sglang.loadgen.vocab import vocab_text
 
@@ -60,6 +60,8 @@ Timeout = Annotated[float | None, Above(0)]
 Dataset = str
 #: ``trace_time_scale=``: a trace's times are multiplied by it (SGLang's --mooncake-slowdown-factor).
 TimeScale = Annotated[float, Above(0)]
+#: ``prompt_token_tolerance_pct=``: % the server's prompt_tokens may differ from those sent (loadgen/tokencount.py).
+Tolerance = Annotated[float, AtLeast(0), AtMost(MAX_TOLERANCE_PCT)]
 _SOURCE = "load generator (client side, bench_serving definitions)"
 _THROUGHPUT_FIX = (
     "raise server capacity (--max-running-requests, --mem-fraction-static, --chunked-prefill-size, "
@@ -351,7 +353,8 @@ def median_result(results: Sequence[LoadResult]) -> LoadResult:
 def load_spec(*, requests: int, concurrency: int | None, request_rate: float | None, input_len: int,
               output_len: int, api: str, request_timeout_s: float | None, load_timeout_s: float | None,
               dataset: str = "random-ids", trace_time_scale: float = 1.0,
-              marker: str = "sglang_throughput", nodes: int | None = None) -> LoadSpec:
+              marker: str = "sglang_throughput", nodes: int | None = None,
+              prompt_token_tolerance_pct: float = 5.0) -> LoadSpec:
     """The load of the load-shape keywords (``sglang_throughput``, ``sglang_fleet``, ... share them).
 
     The load's own checks (the dataset's form, a trace file's rows, a multiturn dataset's api) fail as
@@ -361,7 +364,8 @@ def load_spec(*, requests: int, concurrency: int | None, request_rate: float | N
         spec = LoadSpec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                         output_len=output_len, api=api, request_timeout_s=request_timeout_s,
                         load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
-                        nodes=nodes or 1)  # None: the run's --sglang-load-nodes (applied by the plugin's load)
+                        nodes=nodes or 1,  # None: the run's --sglang-load-nodes (applied by the plugin's load)
+                        prompt_token_tolerance_pct=prompt_token_tolerance_pct)
         if dataset != "random-ids":
             PromptSource(spec)  # the file and the rows the load uses (a trace is read streaming, bounded)
         return spec
@@ -394,6 +398,7 @@ def run_marker(
     request_timeout_s: Timeout = None,
     load_timeout_s: Timeout = None,
     load_nodes: OptionalCount = None,
+    prompt_token_tolerance_pct: Tolerance = 5.0,
 ) -> GateOutcome:
     """``@pytest.mark.sglang_throughput``: run the load ``repeats`` times and judge the median run.
 
@@ -417,7 +422,7 @@ def run_marker(
     spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                      output_len=output_len, api=api, request_timeout_s=request_timeout_s,
                      load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
-                     nodes=load_nodes)
+                     nodes=load_nodes, prompt_token_tolerance_pct=prompt_token_tolerance_pct)
     from pytest_sglang.gates.shares import run_loads
 
     # Each repeat sends other prompts (seed + k): with the same prompts, repeat 1 would fill the radix
