@@ -14,6 +14,7 @@ from sim_model import MODEL, SHAPE
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.throughput import evaluate_throughput
 from pytest_sglang.loadgen import LoadSpec, run_load
+from pytest_sglang.loadgen.soak import SoakSpec, run_soak
 
 
 def test_healthy_server_counts_exactly_the_ids_sent(sim_url: str) -> None:
@@ -91,3 +92,10 @@ def test_bad_vocab_size_is_refused_naming_it(bad: Any) -> None:
         LoadSpec(vocab_size=bad)
     text = str(info.value)
     assert "vocab_size" in text and "from 12 to 10,000,000" in text and "config.json vocab_size" in text
+
+
+def test_a_soak_draws_from_the_servers_vocabulary_too(sim_factory: Any) -> None:
+    sim = sim_factory("--enable-metrics", "--sim-vocab-size", "401")
+    run = run_soak(sim.url, SoakSpec(2.0, concurrency=2, input_len=256, output_len=4, sample_interval_s=0.5))
+    assert run.completed > 0 and not run.errors, run.errors
+    assert sim.proc is not None and sim.proc.poll() is None
