@@ -15,6 +15,8 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.throughput import evaluate_throughput
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.soak import SoakSpec, run_soak
+from pytest_sglang.loadgen.vocab import resolve_vocab, vocab_text
+from pytest_sglang.sockets import free_port
 
 
 def test_healthy_server_counts_exactly_the_ids_sent(sim_url: str) -> None:
@@ -99,3 +101,16 @@ def test_a_soak_draws_from_the_servers_vocabulary_too(sim_factory: Any) -> None:
     run = run_soak(sim.url, SoakSpec(2.0, concurrency=2, input_len=256, output_len=4, sample_interval_s=0.5))
     assert run.completed > 0 and not run.errors, run.errors
     assert sim.proc is not None and sim.proc.poll() is None
+
+
+def test_a_vocabulary_not_read_is_said_with_the_fix() -> None:
+    url = f"http://127.0.0.1:{free_port('127.0.0.1')}"  # nothing listens: no answer to read the range from
+    spec, fact = resolve_vocab(url, LoadSpec(), None)
+    assert spec.vocab_size == 1000 and fact["vocab"]["read"] is False
+    text = vocab_text(fact["vocab"])
+    assert text.startswith(f"NOT READ: POST {url}/generate failed: ConnectError: ") and "refused" in text
+    assert "ids drawn from [10, 1,000)" in text and "Fix: give vocab_size=" in text
+    given, fact = resolve_vocab(url, LoadSpec(vocab_size=401), None)  # given: nothing is read
+    assert given.vocab_size == 401 and fact["vocab"]["source"] == "vocab_size= given"
+    chat, fact = resolve_vocab(url, LoadSpec(api="chat"), None)  # words, not ids: nothing to read
+    assert chat.vocab_size == 1000 and fact == {}
