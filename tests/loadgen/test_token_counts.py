@@ -114,3 +114,13 @@ def test_a_vocabulary_not_read_is_said_with_the_fix() -> None:
     assert given.vocab_size == 401 and fact["vocab"]["source"] == "vocab_size= given"
     chat, fact = resolve_vocab(url, LoadSpec(api="chat"), None)  # words, not ids: nothing to read
     assert chat.vocab_size == 1000 and fact == {}
+
+
+def test_counts_add_up_over_client_processes(sim_factory: Any) -> None:
+    sim = sim_factory(*MODEL, "--sim-fault", "template-tokens:16", "--sim-vocab-size", "401")
+    result = run_load(sim.url, LoadSpec(**{**SHAPE, "processes": 2}))
+    assert result.completed == 16, result.failure_examples()
+    assert result.spec.vocab_size == 401
+    tokens = result.prompt_tokens
+    assert (tokens["sent_prompt_tokens"], tokens["server_prompt_tokens"], tokens["requests_compared"]) == (
+        16 * 64, 16 * 80, 16)
