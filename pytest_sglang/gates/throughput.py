@@ -38,7 +38,9 @@ from pytest_sglang.loadgen import LoadResult, LoadSpec
 from pytest_sglang.loadgen.datasets import PromptSource
 from pytest_sglang.loadgen.intervals import CONFIDENCE, figure_interval, side, unreliable_note
 from pytest_sglang.loadgen.result import merge_cache_reports
-from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS
+from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS, MAX_TOLERANCE_PCT
+from pytest_sglang.loadgen.tokencount import BASES, merge_token_reports, token_text
+from pytest_sglang.loadgen.vocab import vocab_text
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import Handle
@@ -58,6 +60,8 @@ Timeout = Annotated[float | None, Above(0)]
 Dataset = str
 #: ``trace_time_scale=``: a trace's times are multiplied by it (SGLang's --mooncake-slowdown-factor).
 TimeScale = Annotated[float, Above(0)]
+#: ``prompt_token_tolerance_pct=``: % the server's prompt_tokens may differ from those sent (loadgen/tokencount.py).
+Tolerance = Annotated[float, AtLeast(0), AtMost(MAX_TOLERANCE_PCT)]
 _SOURCE = "load generator (client side, bench_serving definitions)"
 _THROUGHPUT_FIX = (
     "raise server capacity (--max-running-requests, --mem-fraction-static, --chunked-prefill-size, "
@@ -121,7 +125,7 @@ def judge(result: LoadResult, limits: dict[str, float], max_error_rate: float,
     """
     runs = list(runs) or [result]
     floors = [_check(result, keyword, limit, runs, reading) for keyword, limit in limits.items()]
-    integrity = [c for c in (server, timeout_check(result, max_error_rate)) if c is not None]
+    integrity = [c for c in (server, timeout_check(result, max_error_rate), token_check(result)) if c is not None]
     integrity.append(error_check(result, max_error_rate))
     outcome = GateOutcome(gate=GATE)
     if all(c.passed for c in integrity):
@@ -246,6 +250,21 @@ def server_check(server: Handle | None, result: LoadResult) -> Check | None:
                           "can be judged")
 
 
+def token_check(result: LoadResult) -> Check | None:
+    """A failed check when the server counted more (or fewer) prompt tokens than were sent, beyond the tolerance."""
+    report = result.prompt_tokens
+    if not report.get("flagged"):
+        return None
+    return compare(GATE, "prompt tokens (server/sent)", f"{report['difference_pct']:+.1f}%", "==",
+                   f"within {report['tolerance_pct']:g}%",
+                   source=f"meta_info.prompt_tokens / usage.prompt_tokens of {report['requests_compared']} answers "
+                          f"from {result.url}: {report['server_prompt_tokens']:,} counted, "
+                          f"{report['sent_prompt_tokens']:,} sent ({BASES[report['basis']]})",
+                   remedy="the server computes tokens the client did not send, so input tok/s is not its speed "
+                          "on this load: fix the chat template (or the added special tokens), judge output tok/s, "
+                          "or raise prompt_token_tolerance_pct=")
+
+
 def describe(result: LoadResult) -> dict[str, Any]:
     """Load shape, integrity counts and the server's own view, for the message and the reports."""
     total = result.completed + result.failed
@@ -271,6 +290,11 @@ def describe(result: LoadResult) -> dict[str, Any]:
     if result.warmup_errors:
         context["warmup failures"] = "; ".join(result.warmup_errors[:3])
     view = result.server_view
+    tokens = token_text(result.prompt_tokens)
+    if tokens:
+        context["prompt tokens"] = tokens
+    if result.workload.get("vocab"):
+        context["vocabulary"] = vocab_text(result.workload["vocab"])
     if result.spec.dataset != "random-ids":  # random ids share no prefix: the figure would say nothing
         context.update(result.workload_context())
     if view:
@@ -321,6 +345,7 @@ def median_result(results: Sequence[LoadResult]) -> LoadResult:
         refused_from_s=min(refused) if refused else None,
         cache_report=merge_cache_reports([r.cache_report for r in results]),
         workload=first.workload,
+        prompt_tokens=merge_token_reports(first.spec, [r.prompt_tokens for r in results]),
         **values,
     )
 
@@ -328,7 +353,8 @@ def median_result(results: Sequence[LoadResult]) -> LoadResult:
 def load_spec(*, requests: int, concurrency: int | None, request_rate: float | None, input_len: int,
               output_len: int, api: str, request_timeout_s: float | None, load_timeout_s: float | None,
               dataset: str = "random-ids", trace_time_scale: float = 1.0,
-              marker: str = "sglang_throughput", nodes: int | None = None) -> LoadSpec:
+              marker: str = "sglang_throughput", nodes: int | None = None,
+              prompt_token_tolerance_pct: float = 5.0) -> LoadSpec:
     """The load of the load-shape keywords (``sglang_throughput``, ``sglang_fleet``, ... share them).
 
     The load's own checks (the dataset's form, a trace file's rows, a multiturn dataset's api) fail as
@@ -338,7 +364,8 @@ def load_spec(*, requests: int, concurrency: int | None, request_rate: float | N
         spec = LoadSpec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                         output_len=output_len, api=api, request_timeout_s=request_timeout_s,
                         load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
-                        nodes=nodes or 1)  # None: the run's --sglang-load-nodes (applied by the plugin's load)
+                        nodes=nodes or 1,  # None: the run's --sglang-load-nodes (applied by the plugin's load)
+                        prompt_token_tolerance_pct=prompt_token_tolerance_pct)
         if dataset != "random-ids":
             PromptSource(spec)  # the file and the rows the load uses (a trace is read streaming, bounded)
         return spec
@@ -372,6 +399,7 @@ def run_marker(
     request_timeout_s: Timeout = None,
     load_timeout_s: Timeout = None,
     load_nodes: OptionalCount = None,
+    prompt_token_tolerance_pct: Tolerance = 5.0,
 ) -> GateOutcome:
     """``@pytest.mark.sglang_throughput``: run the load ``repeats`` times and judge the median run.
 
@@ -395,7 +423,7 @@ def run_marker(
     spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                      output_len=output_len, api=api, request_timeout_s=request_timeout_s,
                      load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
-                     nodes=load_nodes)
+                     nodes=load_nodes, prompt_token_tolerance_pct=prompt_token_tolerance_pct)
     from pytest_sglang.gates.shares import run_loads
 
     # Each repeat sends other prompts (seed + k): with the same prompts, repeat 1 would fill the radix

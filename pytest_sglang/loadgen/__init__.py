@@ -31,6 +31,7 @@ from pytest_sglang.loadgen.result import LoadResult
 from pytest_sglang.loadgen.runner import Progress, ShardResult, TimedRun, run_single
 from pytest_sglang.loadgen.sessions import run_sessions
 from pytest_sglang.loadgen.spec import LoadSpec, dataset_parts
+from pytest_sglang.loadgen.vocab import resolve_vocab
 from pytest_sglang.redaction import register
 
 __all__ = ["LoadResult", "LoadSpec", "RequestRecord", "run_load"]
@@ -54,6 +55,7 @@ def run_load(
     """
     register(api_key)
     base = url.rstrip("/")
+    spec, vocab = resolve_vocab(base, spec, api_key)  # random ids the model has: 0.5.23 dies on others
     if spec.is_trace():
         found = check_trace(spec)  # a bad trace is an error before anything is sent
         if spec.load_timeout_s is None:  # the trace's own length bounds the load (at most MAX_LOAD_S)
@@ -74,7 +76,7 @@ def run_load(
         warmup_errors=shard.warmup_errors,
         not_sent=shard.not_sent,
         stopped=shard.stopped,
-        workload=shard.workload,
+        workload={**shard.workload, **vocab},
     )
     # What the run did to the server, for the summary (shards in child processes flush too: counted here).
     ledger.note_requests(result.completed + result.failed, result.total_input_tokens, result.total_output_tokens)

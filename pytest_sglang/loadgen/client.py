@@ -77,7 +77,8 @@ async def send_request(
     ``answer``: a list that receives the answer's text (chat API), for a conversation's next turn.
     """
     expected = prompt.output_len if output_len is None else output_len
-    rec = RequestRecord(index=index, prompt_len=prompt.prompt_len, expected_output_len=expected)
+    rec = RequestRecord(index=index, prompt_len=prompt.prompt_len, sent_prompt_len=prompt.prompt_len,
+                        expected_output_len=expected)
     body = json.dumps(request_body(spec, prompt, expected)).encode()
     limit = spec.request_timeout(expected, prompt.prompt_len if spec.is_trace() else None)  # a trace row's own length
     del prompt  # in flight, only the encoded body is held (a token id list costs ~7x its JSON)

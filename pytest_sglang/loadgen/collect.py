@@ -190,6 +190,9 @@ class Collector:
     cache: list[int] = field(default_factory=lambda: [0, 0])
     cache_requests: int = 0
     cache_unreported: int = 0
+    #: Prompt tokens, exact over every completed request: [sent, counted by the server] of those whose
+    #: answer reported ``prompt_tokens``, how many did, and how many did not (:mod:`.tokencount`).
+    prompt_counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     #: Trace replay: the largest |send - scheduled| in seconds, exact over every request.
     late_max: float = 0.0
 
@@ -217,6 +220,12 @@ class Collector:
             self.late_max = max(self.late_max, abs(rec.start - rec.scheduled))
         if not rec.success:
             return
+        if rec.server_prompt_len is None:
+            self.prompt_counts[3] += 1
+        else:
+            self.prompt_counts[0] += rec.sent_prompt_len
+            self.prompt_counts[1] += rec.server_prompt_len
+            self.prompt_counts[2] += 1
         if rec.cached_tokens is None:
             self.cache_unreported += 1
             return
@@ -256,6 +265,7 @@ class Collector:
         self.cache = [self.cache[0] + other.cache[0], self.cache[1] + other.cache[1]]
         self.cache_requests += other.cache_requests
         self.cache_unreported += other.cache_unreported
+        self.prompt_counts = [a + b for a, b in zip(self.prompt_counts, other.prompt_counts, strict=True)]
         self.late_max = max(self.late_max, other.late_max)
         for kind, (index, text) in other.first.items():
             if kind not in self.first or index < self.first[kind][0]:

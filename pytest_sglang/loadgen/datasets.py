@@ -68,7 +68,7 @@ class PromptSource:
             self._base = list(_read_sharegpt(Path(path)))
         elif kind == "jsonl":
             self._base = _read_jsonl(Path(path))
-        self._vocab = range(10, spec.vocab_size)
+        self._vocab = range(10, spec.vocab())
 
     def get(self, index: int) -> Prompt:
         rng = random.Random(f"{self.seed}:{index}")

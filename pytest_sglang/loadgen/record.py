@@ -49,7 +49,12 @@ class RequestRecord:
     e2e: float = 0.0
     #: Output tokens as counted by the server (meta_info.completion_tokens / usage.completion_tokens).
     output_len: int = 0
+    #: Prompt tokens: the server's count once it reports one, else the client's (``sent_prompt_len``).
     prompt_len: int = 0
+    #: Prompt tokens the client meant to send (exact for token ids; see :mod:`.tokencount`).
+    sent_prompt_len: int = 0
+    #: ``meta_info.prompt_tokens`` / ``usage.prompt_tokens`` as the server reported it; None = not reported.
+    server_prompt_len: int | None = None
     expected_output_len: int = 0
     chunks: int = 0
     #: The server's request id (``meta_info.id`` / chunk ``id``), to find the request in server logs.

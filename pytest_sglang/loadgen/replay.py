@@ -28,7 +28,7 @@ from pytest_sglang.loadgen.spec import LoadSpec, dataset_parts
 
 def trace_prompt(spec: LoadSpec, row: traces.TraceRow) -> Prompt:
     """The request for a trace row: its hash-id blocks as token ids (text for the chat API)."""
-    ids = traces.prompt_ids(row, spec.vocab_size, spec.seed)
+    ids = traces.prompt_ids(row, spec.vocab(), spec.seed)
     return Prompt(traces.ids_text(ids) if spec.api == "chat" else ids, row.input_len, row.output_len)
 
 

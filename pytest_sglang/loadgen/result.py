@@ -11,12 +11,15 @@ from pytest_sglang.loadgen.intervals import MAX_SAMPLES, Samples, thin
 from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.spec import LoadSpec
 from pytest_sglang.loadgen.stats import calculate_metrics, error_counts, percentile
+from pytest_sglang.loadgen.tokencount import token_report, token_text
+from pytest_sglang.loadgen.vocab import vocab_text
 
 _BACKENDS = {"native": "sglang", "completions": "sglang-oai", "chat": "sglang-oai-chat"}
 #: Fields that are not bench_serving metrics (what explains them, and how they were obtained).
 _CONTEXT = frozenset({
     "spec", "url", "errors", "warmup_errors", "server_view", "records", "not_sent", "stopped",
     "percentile_sample", "first_failures", "refused_from_s", "cache_report", "workload",
+    "prompt_tokens",
 })
 
 
@@ -87,6 +90,8 @@ class LoadResult:
     cache_report: dict[str, Any] = field(default_factory=dict)
     #: A trace replay's or multi-turn run's facts, with the replay's timing error (see :func:`timing_error`).
     workload: dict[str, Any] = field(default_factory=dict)
+    #: Prompt tokens the server counted against those the client sent (:func:`.tokencount.token_report`).
+    prompt_tokens: dict[str, Any] = field(default_factory=dict)
     records: list[RequestRecord] = field(default_factory=list, repr=False)
 
     @classmethod
@@ -145,6 +150,7 @@ class LoadResult:
             cache_report=cache_report(collector.cache, collector.cache_requests, collector.cache_unreported,
                                       server_view or {}),
             workload=facts,
+            prompt_tokens=token_report(spec, collector.prompt_counts),
             **collector.metrics(duration),
         )
 
@@ -234,6 +240,7 @@ class LoadResult:
             "refused_from_s": self.refused_from_s,
             "cache_report": dict(self.cache_report),
             "workload": dict(self.workload),
+            "prompt_tokens": dict(self.prompt_tokens),
             "spec": self.spec.to_dict(),
             # Bounded per-request samples: what a baseline comparison needs for its interval.
             "samples": self.samples().to_dict(),
@@ -248,7 +255,7 @@ class LoadResult:
 
     def workload_context(self) -> dict[str, str]:
         """The prefix cache and the trace replay (or multi-turn) facts, by label (empty when nothing to say)."""
-        return workload_context(self.cache_report, self.workload)
+        return workload_context(self.cache_report, self.workload, self.prompt_tokens)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LoadResult:
@@ -323,8 +330,9 @@ def cache_text(report: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def workload_context(cache: dict[str, Any], facts: dict[str, Any]) -> dict[str, str]:
-    """Labelled lines for a load's ``cache_report`` and ``workload`` (plain data: reports call it too)."""
+def workload_context(cache: dict[str, Any], facts: dict[str, Any],
+                     prompt_tokens: dict[str, Any] | None = None) -> dict[str, str]:
+    """Labelled lines for a load's ``cache_report``, ``workload`` and ``prompt_tokens`` (plain data: reports too)."""
     lines: dict[str, str] = {}
     text = cache_text(cache)
     if text:
@@ -345,4 +353,9 @@ def workload_context(cache: dict[str, Any], facts: dict[str, Any]) -> dict[str, 
     if "nodes" in facts:  # a load spread over Ray nodes (loadgen/ray_nodes.py): where its shards ran
         hosts = sorted({f"{s['node_id'][:8]} ({s['address']})" for s in facts["nodes"]})
         lines["load shards"] = f"{len(facts['nodes'])} shards over {len(hosts)} Ray nodes: {', '.join(hosts)}"
+    tokens = token_text(prompt_tokens or {})
+    if tokens:
+        lines["prompt tokens"] = tokens
+    if facts.get("vocab"):
+        lines["vocabulary"] = vocab_text(facts["vocab"])
     return lines

@@ -36,6 +36,7 @@ from pytest_sglang.loadgen.runner import Driver, arrival_offsets, probe
 from pytest_sglang.loadgen.soak_sampler import Sampler, process_tree_rss_mb
 from pytest_sglang.loadgen.soak_series import SoakSample, Stall
 from pytest_sglang.loadgen.spec import MAX_LOAD_S, MAX_REQUESTS, LoadSpec
+from pytest_sglang.loadgen.vocab import resolve_vocab
 from pytest_sglang.redaction import register
 
 __all__ = ["GRACE_S", "MAX_SAMPLES", "SoakRun", "SoakSpec", "process_tree_rss_mb", "run_soak"]
@@ -188,16 +189,17 @@ def run_soak(url: str, spec: SoakSpec, *, api_key: str | None = None, rss: Calla
     """
     register(api_key)
     run = SoakRun(spec, url.rstrip("/"), rss_source=rss_source if rss is not None else "")
-    coro = _soak(run, api_key, rss, stop_when)
+    load = resolve_vocab(run.url, spec.load_spec(), api_key)[0]  # random ids the model has: 0.5.23 dies on others
+    coro = _soak(run, load, api_key, rss, stop_when)
     if not clock.loop_running():
         return clock.run(coro)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from async code: a loop of its own
         return pool.submit(clock.run, coro).result()
 
 
-async def _soak(run: SoakRun, api_key: str | None, rss: Callable[[], float | None] | None,
+async def _soak(run: SoakRun, load: LoadSpec, api_key: str | None, rss: Callable[[], float | None] | None,
                 stop_when: Callable[[SoakRun], str | None] | None) -> SoakRun:
-    spec, load = run.spec, run.spec.load_spec()
+    spec = run.spec
     loop = asyncio.get_running_loop()
     end = loop.time() + spec.duration_s + GRACE_S  # the one deadline of everything below
     async with make_client(run.url, api_key=api_key, connections=spec.concurrency) as client:

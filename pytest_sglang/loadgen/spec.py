@@ -43,6 +43,11 @@ SLOW_DECODE_TOK_S = 10.0
 TYPICAL_BATCH = 64
 #: Probe (10 s), /flush_cache (90 s) and connection set-up, on top of the requests' own limits.
 SETUP_ALLOWANCE_S = 120.0
+#: Random-ids vocabulary when the server's cannot be read (and for a spec never sent).
+DEFAULT_VOCAB_SIZE = 1000
+MAX_VOCAB = 10_000_000
+#: A prompt-token tolerance beyond this (10x the tokens sent) would flag nothing.
+MAX_TOLERANCE_PCT = 1000.0
 #: Warmup requests ask for at most this many tokens (as bench_serving).
 WARMUP_MAX_TOKENS = 32
 
@@ -53,7 +58,7 @@ class LoadSpec:
 
     Defaults differ from bench_serving in two places, on purpose: ``range_ratio`` is 1.0 (a gate that
     says ``input_len=4000`` means 4000 tokens; bench_serving's 0.0 draws lengths uniformly in
-    ``[1, L]``), and the random-ids vocabulary is small (``vocab_size``) so ids are valid for any model.
+    ``[1, L]``), and the random-ids vocabulary (``vocab_size``) is the model's, read from the server.
     ``timeout_s`` is the deprecated name of ``request_timeout_s``.
     """
 
@@ -89,8 +94,9 @@ class LoadSpec:
     #: ``model`` sent to the OpenAI-compatible APIs (SGLang does not check it).
     model: str = "default"
     temperature: float = 0.0
-    #: Token ids for random-ids prompts are drawn from [10, vocab_size).
-    vocab_size: int = 1000
+    #: Token ids for random-ids prompts are drawn from [10, vocab_size); None = the model's, read from the
+    #: server before the load (:mod:`.vocab`; 1000 when it cannot be read, said in the result).
+    vocab_size: int | None = None
     #: Sample the server's /metrics (running/queued requests, token usage) during the run.
     sample_server_metrics: bool = True
     #: Per-request records kept whole. Beyond, a uniform sample of this many is kept, latency
@@ -99,6 +105,9 @@ class LoadSpec:
     #: Trace replay: a request is sent at (its trace time - the first's) x this factor. SGLang's
     #: bench_serving calls it ``--mooncake-slowdown-factor`` (2.0 = twice as slow, 0.1 = 10x faster).
     trace_time_scale: float = 1.0
+    #: Server's ``prompt_tokens`` may differ from the tokens sent by this many % before the load is
+    #: flagged (:mod:`.tokencount`): beyond, input tok/s counts tokens the client did not send.
+    prompt_token_tolerance_pct: float = 5.0
     timeout_s: InitVar[float | None] = None
 
     def __post_init__(self, timeout_s: float | None) -> None:
@@ -189,8 +198,14 @@ class LoadSpec:
                 f"concurrency={self.concurrency}",
                 "use at most one shard (nodes x processes) per concurrent request",
             )
-        if self.vocab_size <= 11:
-            _bad("vocab_size", self.vocab_size, "must be > 11", "give the model's vocabulary size")
+        tol = self.prompt_token_tolerance_pct
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol <= MAX_TOLERANCE_PCT:
+            _bad("prompt_token_tolerance_pct", tol, f"must be a number of % from 0 to {MAX_TOLERANCE_PCT:g}",
+                 "use 5.0 to flag a load whose server-counted prompt tokens differ from those sent by over 5%")
+        vocab = self.vocab_size
+        if vocab is not None and (isinstance(vocab, bool) or not isinstance(vocab, int) or not 11 < vocab <= MAX_VOCAB):
+            _bad("vocab_size", vocab, f"must be a whole number of tokens from 12 to {MAX_VOCAB:,}",
+                 "give the model's vocabulary size (config.json vocab_size), or None to read it from the server")
 
     def _check_dataset(self) -> None:
         kind, path = dataset_parts(self.dataset)
@@ -228,6 +243,10 @@ class LoadSpec:
         if self.concurrency is None and sessions > MAX_IN_FLIGHT:
             _bad("dataset", self.dataset, f"has {sessions:,} sessions, all at once (no concurrency): "
                  f"at most {MAX_IN_FLIGHT:,}", "give concurrency=N (sessions in flight)")
+
+    def vocab(self) -> int:
+        """The random-ids vocabulary size: ``vocab_size``, or :data:`DEFAULT_VOCAB_SIZE` before it is read."""
+        return self.vocab_size or DEFAULT_VOCAB_SIZE
 
     def is_trace(self) -> bool:
         """Whether the dataset is a recorded trace replayed on its own clock."""

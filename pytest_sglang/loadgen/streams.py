@@ -192,7 +192,7 @@ class NativeReader(StreamReader):
         n = _count(meta.get("completion_tokens"))
         prompt_tokens = _count(meta.get("prompt_tokens"))
         if prompt_tokens is not None:
-            self.record.prompt_len = prompt_tokens
+            self.record.prompt_len = self.record.server_prompt_len = prompt_tokens
         cached = _count(meta.get("cached_tokens"))
         if cached is not None:
             self.record.cached_tokens = cached
@@ -274,7 +274,7 @@ class OpenAIReader(StreamReader):
             self.record.output_len = _count(usage.get("completion_tokens")) or 0
             prompt_tokens = _count(usage.get("prompt_tokens"))
             if prompt_tokens is not None:
-                self.record.prompt_len = prompt_tokens
+                self.record.prompt_len = self.record.server_prompt_len = prompt_tokens
             # Only with the server's --enable-cache-report (else prompt_tokens_details is null).
             cached = _count(_obj(usage.get("prompt_tokens_details")).get("cached_tokens"))
             if cached is not None:

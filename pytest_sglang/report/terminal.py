@@ -128,8 +128,11 @@ def _workload_lines(loads: list[Mapping[str, Any]]) -> list[str]:
     lines: list[str] = []
     for load in loads:
         random = load.get("dataset_name", "random-ids") == "random-ids"
-        for label, value in workload_context(load.get("cache_report") or {}, load.get("workload") or {}).items():
-            if random and label not in _ALWAYS:
+        for label, value in workload_context(load.get("cache_report") or {}, load.get("workload") or {},
+                                            load.get("prompt_tokens")).items():
+            flagged = (label == "prompt tokens" and (load.get("prompt_tokens") or {}).get("flagged")) or (
+                label == "vocabulary" and not (load.get("workload") or {}).get("vocab", {}).get("read", True))
+            if random and label not in _ALWAYS and not flagged:
                 continue
             lines += textwrap.wrap(f"{label}: {value}", width=WIDTH, initial_indent="    ", subsequent_indent="      ")
     return lines

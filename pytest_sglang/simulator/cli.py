@@ -18,6 +18,12 @@ from pytest_sglang.simulator.jitter import add_jitter_arguments
 from pytest_sglang.simulator.profiles import PROFILES
 
 
+def _vocab_size(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) <= 10_000_000:
+        raise argparse.ArgumentTypeError(f"must be a whole number of tokens from 1 to 10,000,000, got {text!r}")
+    return int(text)
+
+
 def _positive(text: str) -> float:
     try:
         value = float(text)
@@ -93,6 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="append one line per launch to FILE (lets tests count launches)",
     )
+    sim.add_argument(
+        "--sim-vocab-size",
+        type=_vocab_size,
+        default=None,
+        metavar="N",
+        help="the model's vocabulary size: token_ids_logprob is checked against it, and a prompt id >= N "
+             "kills the server as 0.5.23 does (default: 32000, prompt ids not checked)",
+    )
     add_host_alloc_argument(sim)
     add_jitter_arguments(sim)
     return parser
@@ -123,5 +137,6 @@ def parse(argv: Sequence[str]) -> tuple[LaunchArgs, SimOptions]:
         host_alloc_scale=values["sim_host_alloc_scale"],
         launch_jitter=values["sim_launch_jitter"],
         launch_seed=values["sim_launch_seed"],
+        vocab_size=values["sim_vocab_size"],
     )
     return namespace_to_launch_args(ns), sim

@@ -32,6 +32,7 @@ class SimOptions:
     host_alloc_scale: float = 0.0  # --sim-host-alloc-scale (hostalloc.py): real, touched host pool memory
     launch_jitter: float = 0.0  # --sim-launch-jitter (jitter.py): CV of this launch's speed draw
     launch_seed: int | None = None  # --sim-launch-seed: the draw's seed (None: a fresh draw)
+    vocab_size: int | None = None  # --sim-vocab-size (vocab.py): None = 32000, prompt ids not checked
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,11 @@ from typing import Any
 
 from aiohttp import web
 
-from pytest_sglang.simulator import answer, grammar, lora, tokenizer
+from pytest_sglang.simulator import answer, grammar, lora, tokenizer, vocab
 from pytest_sglang.simulator.answer import Ask
 from pytest_sglang.simulator.grammar import Constraint, ConstraintError
 from pytest_sglang.simulator.openai_features import MAX_N
+from pytest_sglang.simulator.production_faults import with_template
 from pytest_sglang.simulator.request import Request
 from pytest_sglang.simulator.respond import (
     SAMPLING_TYPES,
@@ -210,7 +211,7 @@ def _requests(state: State, req: _Native, base: Ask, opts: NativeOptions) -> lis
         out.append(
             dict(
                 rid=rid,
-                prompt_ids=ids,
+                prompt_ids=with_template(ids, faults.production),
                 max_new=128 if req.max_new is None else req.max_new,
                 ignore_eos=bool(sp.get("ignore_eos", False)),
                 stop=stops(sp.get("stop")),
@@ -260,6 +261,11 @@ async def generate(state: State, request: web.Request) -> web.StreamResponse:
     refused = lora.refusal(state.cfg.args, lora.from_native(req.body))
     if refused is not None:
         return await _value_error(request, req, refused)
+    out_of_vocab = vocab.logprob_ids_error(state, req.body)
+    if out_of_vocab is not None:
+        return await _value_error(request, req, out_of_vocab)
+    if "input_ids" in req.body:  # text is tokenized into the vocabulary; ids are taken as sent
+        vocab.crash_on_unknown_ids(state, req.prompts)
     for ids in req.prompts:
         msg = length_error(state, len(ids), req.max_new)
         if msg:

@@ -9,11 +9,12 @@ from typing import Any
 
 from aiohttp import web
 
-from pytest_sglang.simulator import answer, grammar, lora, tokenizer
+from pytest_sglang.simulator import answer, grammar, lora, tokenizer, vocab
 from pytest_sglang.simulator.grammar import ConstraintError
 from pytest_sglang.simulator.openai_body import ChoiceOptions, openai_object
 from pytest_sglang.simulator.openai_features import OpenAIOptions, RequestError, read_options
 from pytest_sglang.simulator.openai_stream import ChoiceGroup, OpenAIEmitter
+from pytest_sglang.simulator.production_faults import with_template
 from pytest_sglang.simulator.respond import (
     SSE_HEADERS,
     BadRequest,
@@ -103,6 +104,8 @@ async def openai(state: State, request: web.Request, *, chat: bool) -> web.Strea
     msg = length_error(state, len(ids), opts.max_new)
     if msg:
         return error_response(msg, "BadRequestError", 400)
+    if not chat and isinstance(body.get("prompt"), list):  # token ids, taken as sent (text is tokenized)
+        vocab.crash_on_unknown_ids(state, [ids])
     fault = fault_error(state)
     if fault is not None:
         return fault
@@ -133,7 +136,7 @@ def _engine_requests(
     return [
         dict(
             rid=str(body.get("rid") or uuid.uuid4().hex) if i == 0 else uuid.uuid4().hex,
-            prompt_ids=ids,
+            prompt_ids=with_template(ids, state.cfg.faults.production),
             max_new=limit,
             ignore_eos=bool(body.get("ignore_eos", False)),
             stop=stops(body.get("stop")),

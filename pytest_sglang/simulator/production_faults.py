@@ -24,6 +24,9 @@
 ``weights-checker:MODE``     ``/weights_checker`` gives no checksum: ``garbage`` (HTML), ``huge`` (a 100 MB
                              body), ``unauthorized`` (401), ``hang`` (never answers), ``wrong-types`` (JSON
                              of the wrong shape) or ``failure`` (400, ``success: false``)
+``template-tokens:N``        every prompt is N tokens longer than the client sent (a chat template or
+                             special tokens added again): the server computes, and reports as
+                             ``prompt_tokens``, tokens the client never meant to send
 
 Kept apart from :mod:`.faults` (which only routes these kinds here), as the PD kinds are.
 """
@@ -36,11 +39,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 PRODUCTION_KINDS = ("corrupt-weights", "spec-collapse", "spec-slow", "health-under-load", "stalled-dp-rank", "leak",
-                    "kv-leak", "stall-after", "weights-checker")
+                    "kv-leak", "stall-after", "weights-checker", "template-tokens")
 #: How ``/weights_checker`` fails under ``weights-checker:MODE``.
 WEIGHTS_CHECKER_MODES = ("garbage", "huge", "unauthorized", "hang", "wrong-types", "failure")
 #: A leak beyond this many MB a minute is a typo (1 GB a second), not a slow leak.
 MAX_LEAK_MB_PER_MIN = 60_000.0
+#: More added tokens than this is a typo, not a template.
+MAX_TEMPLATE_TOKENS = 100_000
 _SWITCHES = ("corrupt-weights", "spec-collapse", "spec-slow")
 
 
@@ -55,6 +60,7 @@ class ProductionFaults:
     kv_leak_tokens: int = 0
     stall_after: int | None = None
     weights_checker: str | None = None
+    template_tokens: int = 0
 
 
 def _bad(spec: str, why: str) -> argparse.ArgumentTypeError:
@@ -89,6 +95,10 @@ def check_production_fault(spec: str) -> str:
         if arg not in WEIGHTS_CHECKER_MODES:
             raise _bad(spec, f"weights-checker needs one of {', '.join(WEIGHTS_CHECKER_MODES)}, e.g. "
                              "weights-checker:hang")
+    elif kind == "template-tokens":
+        if not arg.isdigit() or not 0 < int(arg) <= MAX_TEMPLATE_TOKENS:
+            raise _bad(spec, f"template-tokens needs a whole number of tokens from 1 to {MAX_TEMPLATE_TOKENS:,} "
+                             "added to every prompt, e.g. template-tokens:12")
     else:
         raise _bad(spec, f"unknown fault kind {kind!r}; choose one of {', '.join(PRODUCTION_KINDS)}")
     return spec
@@ -101,6 +111,11 @@ def _check_leak(spec: str, arg: str) -> None:
         raise _bad(spec, "leak needs megabytes per minute, e.g. leak:10") from None
     if not math.isfinite(value) or not 0 < value <= MAX_LEAK_MB_PER_MIN:
         raise _bad(spec, f"leak must be > 0 and at most {MAX_LEAK_MB_PER_MIN:,.0f} MB per minute, e.g. leak:10")
+
+
+def with_template(ids: list[int], faults: ProductionFaults) -> list[int]:
+    """``ids`` as the server computes them: with ``template-tokens:N``, N tokens (id 1) more."""
+    return ids + [1] * faults.template_tokens if faults.template_tokens else ids
 
 
 def parse_production_faults(specs: Iterable[str]) -> ProductionFaults:
@@ -125,6 +140,8 @@ def parse_production_faults(specs: Iterable[str]) -> ProductionFaults:
             out = replace(out, stall_after=int(arg))
         elif kind == "weights-checker":
             out = replace(out, weights_checker=arg)
+        elif kind == "template-tokens":
+            out = replace(out, template_tokens=int(arg))
         else:
             out = replace(out, stalled_dp_rank=int(arg))
     return out

@@ -51,6 +51,8 @@ class FakeServer:
     url: str
     behaviour: FakeBehaviour
     bodies: list[dict[str, Any]] = field(default_factory=list)
+    #: Vocabulary reads before a load (not in ``bodies``).
+    vocab_reads: int = 0
     headers: list[dict[str, str]] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
@@ -109,6 +111,11 @@ def _app(state: FakeServer) -> web.Application:
 
     async def generate(request: web.Request) -> web.StreamResponse:
         body = await request.json()
+        if "token_ids_logprob" in body:  # the load's vocabulary read (loadgen/vocab.py), answered as 0.5.23 does
+            state.vocab_reads += 1
+            bad = body["token_ids_logprob"][0]
+            return web.json_response({"error": {"message": f"token_ids_logprob contains out-of-vocabulary token id "
+                                                           f"{bad}; valid range is [0, 32000)."}}, status=400)
         state.bodies.append(body)
         state.headers.append(dict(request.headers))
         if b.require_key and request.headers.get("Authorization") != f"Bearer {b.require_key}":
