@@ -69,16 +69,15 @@ def marker_problem(mark: pytest.Mark) -> str | None:
     Unknown ``sglang_*`` names, and keywords checked against the gate's signature (names, types, ranges,
     choices, relations).
     """
+    if not mark.name.startswith("sglang_"):
+        return None
     gate = GATES_BY_MARKER.get(mark.name)
-    if gate is None and mark.name.startswith("sglang_"):
-        from pytest_sglang.report import baseline_scope
+    if gate is None:
+        from pytest_sglang.report import baseline_scope  # the one marker that is not a gate
 
         if mark.name == baseline_scope.MARKER:
             return baseline_scope.marker_problem(mark.args, mark.kwargs)
-    if gate is None:
-        if not mark.name.startswith("sglang_"):
-            return None
-        close = difflib.get_close_matches(mark.name, list(GATES_BY_MARKER), n=1)
+        close = difflib.get_close_matches(mark.name, [*GATES_BY_MARKER, baseline_scope.MARKER], n=1)
         hint = f"did you mean @pytest.mark.{close[0]}?" if close else "check the spelling"
         return (f"@pytest.mark.{mark.name} is not a pytest-sglang marker ({hint}); the markers are "
                 f"{', '.join([*GATES_BY_MARKER, baseline_scope.MARKER])}")
