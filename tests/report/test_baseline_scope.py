@@ -134,3 +134,16 @@ def test_a_baseline_written_before_loads_named_their_gate_still_matches_by_shape
     assert outcome is not None and not outcome.passed
     quiet = ctx.outcome("t::probes", [_load("sglang_probes", 10.0)], [], {})
     assert quiet is not None and quiet.passed and not quiet.checks and len(quiet.notes) == 1
+
+
+def test_a_test_whose_loads_all_serve_another_gate_is_not_missing_from_the_baseline() -> None:
+    # Not compared by default, so not "a test that measured figures the baseline lacks" either.
+    ctx = BaselineContext("prod.json", {"tests": [{"nodeid": "t::tp", "loads": [_load(None, 100.0)]}]},
+                          parse_limits("5%"))
+    loads = [_load("sglang_probes", 10.0)]
+    assert not ctx.measures(loads, []) and ctx.measures(loads, [], "all")
+    ctx.expect([("t::tp", None), ("t::probes", None)])
+    outcome = ctx.outcome("t::probes", loads, [], {})
+    assert outcome is not None and outcome.passed and [n.split(" not compared:")[1] for n in outcome.notes] == [
+        ' @pytest.mark.sglang_probes ran it for its own check, not as a performance measurement; '
+        '@pytest.mark.sglang_baseline(compare="all") compares it']
