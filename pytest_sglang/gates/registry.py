@@ -53,6 +53,10 @@ class MarkerGate:
     target: str  # "module:function"
     summary: str  # one sentence for --markers; the keywords come from the signature
     needs: tuple[LaunchNeed, ...] = ()
+    #: Its loads are a performance measurement, compared with ``--sglang-baseline``. The loads of the
+    #: other gates serve their own check (a probe's short load, a soak's hold): their noise is not a
+    #: change of the server, so they are compared only on request (``@pytest.mark.sglang_baseline``).
+    measures: bool = False
 
     def load(self) -> Callable[..., GateOutcome]:
         module, _, name = self.target.partition(":")
@@ -84,10 +88,10 @@ GATES: tuple[MarkerGate, ...] = (
                needs=(LaunchNeed("enable_hierarchical_cache", "--enable-hierarchical-cache",
                                  "the hierarchical cache is what it judges", when="enabled"),)),
     MarkerGate("sglang_throughput", "pytest_sglang.gates.throughput:run_marker",
-               "run a load and fail unless it meets these floors and ceilings."),
+               "run a load and fail unless it meets these floors and ceilings.", measures=True),
     MarkerGate("sglang_slo", "pytest_sglang.gates.slo:run_marker",
                "find the highest concurrency at which the SLO holds and fail if it is below "
-               "min_concurrency."),
+               "min_concurrency.", measures=True),
     MarkerGate("sglang_fleet", "pytest_sglang.gates.fleet:run_marker",
                "fail unless the workers behind the gateway are healthy, alike and evenly used (and, with "
                "cache_aware=True, route shared prefixes to one worker).",

@@ -59,13 +59,25 @@ def reliable(metric: str, samples: int) -> bool:
     return q is None or samples >= min_samples(q)
 
 
-def unreliable_note(metric: str, samples: int) -> str | None:
-    """A line saying why a percentile is not a measurement (None when it is)."""
+def unreliable_note(metric: str, samples: int, *, noise_pct: float | None = None, limit_pct: float | None = None,
+                    repeats: int = 1) -> str | None:
+    """A line saying why a figure cannot judge (None when it can).
+
+    A percentile from too few requests is not a measurement. A figure whose noise (``noise_pct``, the
+    half-width of its change's interval) exceeds ``limit_pct`` cannot detect a change of the limit's
+    size: the line says how many requests or repeats would, the half-width shrinking as one over the
+    square root of either (an estimate: the load's own noise, measured once).
+    """
     q = metric_percentile(metric)
-    if q is None or samples >= min_samples(q):
+    if q is not None and samples < min_samples(q):
+        return (f"{metric} from {samples} requests is unreliable: a p{q:g} needs at least {min_samples(q)} "
+                f"(from {samples} it is about their {'maximum' if q >= 99 else 'largest few'}); raise requests=")
+    if noise_pct is None or limit_pct is None or limit_pct <= 0 or noise_pct <= limit_pct:
         return None
-    return (f"{metric} from {samples} requests is unreliable: a p{q:g} needs at least {min_samples(q)} "
-            f"(from {samples} it is about their {'maximum' if q >= 99 else 'largest few'}); raise requests=")
+    more = (noise_pct / limit_pct) ** 2
+    return (f"cannot judge a {limit_pct:g} % change of {metric} from this load: its noise is ±{noise_pct:.1f} %, so "
+            f"only a change beyond {noise_pct:.1f} % fails; about {math.ceil(max(samples, 1) * more)} requests= or "
+            f"{math.ceil(max(repeats, 1) * more)} repeats= would")
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,9 @@ class LoadRunner:
         self.load_timeout_s = load_timeout_s
         self.nodes = nodes
         self.join_ray = join_ray
+        #: The marker whose gate is running its loads (None: the test's own ``sglang_load`` call): each
+        #: recorded load names it, so a baseline compares only the loads meant as measurements.
+        self.gate: str | None = None
 
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """Hold the run-wide load lock (no other load of this run, on any xdist worker, overlaps)."""
@@ -91,6 +94,8 @@ class LoadRunner:
             result = run_load(target.url, spec, api_key=target.api_key)
         results_of(self.item).loads.append(result)
         payload = masks.scrub_payload(result.to_dict(records=self.records))
+        if self.gate is not None:
+            payload["gate"] = self.gate
         self.item.user_properties.append(("sglang_load", json.dumps(payload)))
         return result
 

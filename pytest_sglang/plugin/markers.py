@@ -54,6 +54,9 @@ def register(config: pytest.Config) -> None:
     full = bool(config.getoption("markers", False))
     for gate in GATES:
         config.addinivalue_line("markers", gate.doc() if full else gate.brief())
+    from pytest_sglang.report import baseline_scope  # light: the gate table and the record helpers
+
+    config.addinivalue_line("markers", f"{baseline_scope.SUMMARY} See {baseline_scope.DOCS_URL}")
 
 
 def gate_marks(item: pytest.Item) -> list[pytest.Mark]:
@@ -66,14 +69,18 @@ def marker_problem(mark: pytest.Mark) -> str | None:
     Unknown ``sglang_*`` names, and keywords checked against the gate's signature (names, types, ranges,
     choices, relations).
     """
+    if not mark.name.startswith("sglang_"):
+        return None
     gate = GATES_BY_MARKER.get(mark.name)
     if gate is None:
-        if not mark.name.startswith("sglang_"):
-            return None
-        close = difflib.get_close_matches(mark.name, list(GATES_BY_MARKER), n=1)
+        from pytest_sglang.report import baseline_scope  # the one marker that is not a gate
+
+        if mark.name == baseline_scope.MARKER:
+            return baseline_scope.marker_problem(mark.args, mark.kwargs)
+        close = difflib.get_close_matches(mark.name, [*GATES_BY_MARKER, baseline_scope.MARKER], n=1)
         hint = f"did you mean @pytest.mark.{close[0]}?" if close else "check the spelling"
         return (f"@pytest.mark.{mark.name} is not a pytest-sglang marker ({hint}); the markers are "
-                f"{', '.join(GATES_BY_MARKER)}")
+                f"{', '.join([*GATES_BY_MARKER, baseline_scope.MARKER])}")
     # Imported here: the keyword machinery is needed only when a test carries a gate marker.
     from pytest_sglang.gates import keywords
 
@@ -182,6 +189,7 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
             record(request.node, unmet)
             continue
         failure = ""
+        runner.gate = mark.name
         try:
             if suggest and mark.name in ("sglang_throughput",):  # measure-only: see plugin/floors.py
                 outcome = _measure_only(request, mark, ctx)
@@ -196,6 +204,8 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
             pytest.skip(str(exc))
         except SGLangError as exc:
             failure = f"@pytest.mark.{mark.name} could not measure: {type(exc).__name__}: {exc}"
+        finally:
+            runner.gate = None
         if failure:  # failed outside the except block: the message alone, not "During handling of ..." it again
             pytest.fail(redaction.scrub(failure), pytrace=False)
         if not outcome.checks:  # no green that checked nothing, whatever the gate
@@ -262,8 +272,12 @@ def assert_gates(item: pytest.Item) -> None:
 def _baseline_outcomes(item: pytest.Item, results: GateResults) -> list[GateOutcome]:
     """Regression checks against ``--sglang-baseline`` (the report session's, on every xdist worker too)."""
     from pytest_sglang.plugin.report_session import baseline_outcome
-    from pytest_sglang.sglang import masks
+    from pytest_sglang.report.baseline_scope import MARKER, scope_of
+    from pytest_sglang.report.records import parse_properties
 
-    loads = [masks.scrub_payload(r.to_dict()) for r in results.loads]
-    outcome = baseline_outcome(item.config, item.nodeid, loads, list(results.outcomes))
+    # The loads as recorded: each names the gate that ran it (the comparison keeps the measurements).
+    loads = parse_properties(item.user_properties).loads
+    mark = item.get_closest_marker(MARKER)
+    scope = scope_of(mark.kwargs if mark is not None else None)
+    outcome = baseline_outcome(item.config, item.nodeid, loads, list(results.outcomes), scope)
     return [] if outcome is None else [outcome]

@@ -29,6 +29,7 @@ from pytest_sglang.report.records import START_NODEID, RecordCollector, TestReco
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.report.baseline import BaselineContext
+    from pytest_sglang.report.baseline_scope import Scope
     from pytest_sglang.report.identity import ServerIdentity
     from pytest_sglang.server import LaunchConfig
 
@@ -101,13 +102,14 @@ class ReportSession:
         self._start_record = TestRecord(START_NODEID, outcome="error", message=first[:300], gates=[outcome])
 
     def baseline_outcome(self, nodeid: str, loads: Sequence[dict[str, Any]],
-                         outcomes: Sequence[GateOutcome] = ()) -> GateOutcome | None:
+                         outcomes: Sequence[GateOutcome] = (), scope: Scope = "measurements") -> GateOutcome | None:
         """The regression outcome for one test (strict: also another setup or workload), or None."""
         if self.baseline is None:
             return None
         from pytest_sglang.report.fingerprint import fingerprint
 
-        return self.baseline.outcome(nodeid, loads, outcomes, fingerprint(self.identity), key=self.key(nodeid))
+        return self.baseline.outcome(nodeid, loads, outcomes, fingerprint(self.identity), key=self.key(nodeid),
+                                     scope=scope)
 
     def key(self, nodeid: str) -> str:
         """The test's id whatever pytest's rootdir (a path-like argument moves it): baselines match on it."""
@@ -263,9 +265,9 @@ def get_session(config: pytest.Config) -> ReportSession | None:
 
 
 def baseline_outcome(session: ReportSession | pytest.Config, nodeid: str, loads: Sequence[dict[str, Any]],
-                     outcomes: Sequence[GateOutcome] = ()) -> GateOutcome | None:
+                     outcomes: Sequence[GateOutcome] = (), scope: Scope = "measurements") -> GateOutcome | None:
     """For the plugin's call phase: the baseline outcome of one test (raise its message if failed)."""
     report_session = session if isinstance(session, ReportSession) else get_session(session)
     if report_session is None:
         return None
-    return report_session.baseline_outcome(nodeid, loads, outcomes)
+    return report_session.baseline_outcome(nodeid, loads, outcomes, scope)

@@ -51,8 +51,9 @@ from pytest_sglang.loadgen.intervals import (
     simultaneous,
     unreliable_note,
 )
-from pytest_sglang.report import baseline_file
+from pytest_sglang.report import baseline_file, baseline_scope
 from pytest_sglang.report.baseline_file import BaselineIndex
+from pytest_sglang.report.baseline_scope import Scope
 from pytest_sglang.report.fingerprint import Change, changes, incomparable
 from pytest_sglang.report.records import shape_key
 
@@ -285,12 +286,11 @@ def _compare_loads(outcome: GateOutcome, old: Sequence[Mapping[str, Any]], new: 
                                        repeats=(repeat_sides(metric, before, old_samples),
                                                 repeat_sides(metric, after, new_samples)))
             _add(outcome, check)
-            if check.passed and noise > limit:
+            cannot = unreliable_note(metric, requests, noise_pct=noise, limit_pct=limit,
+                                     repeats=min(len(before), len(after)))
+            if check.passed and cannot is not None:
                 # A pass that could not have failed at the limit must not read as "no regression".
-                outcome.notes.append(
-                    f"{metric}: the noise measured in these runs ({noise:.1f}%) is larger than the allowed "
-                    f"regression {fmt(limit)}%, so only a regression beyond {noise:.1f}% fails (load {key}); "
-                    "raise repeats= or requests= to judge the limit")
+                outcome.notes.append(f"{cannot} (load {key})")
 
 
 def _workload_differs(outcome: GateOutcome, new: Sequence[str], old: Sequence[str], *, strict: bool) -> None:
@@ -448,8 +448,9 @@ class BaselineContext:
     index: BaselineIndex = field(init=False)
 
     def __post_init__(self) -> None:
+        # Every test with figures: a test that opts in (compare="all") finds its probe loads there too.
         self.index = BaselineIndex([t for t in self.report.get("tests", [])
-                                    if self.measures(t.get("loads", []), t.get("gates", []))])
+                                    if self.measures(t.get("loads", []), t.get("gates", []), "all")])
 
     @property
     def fingerprint(self) -> Mapping[str, object]:
@@ -464,10 +465,12 @@ class BaselineContext:
         """What the candidate changes (launch args, SGLang version, image, runner): compared and shown."""
         return changes(self.fingerprint, candidate)
 
-    def measures(self, loads: Sequence[Mapping[str, Any]], gates: Sequence[GateOutcome | Mapping[str, Any]]
-                 ) -> bool:
-        """Whether a test produced figures this baseline compares."""
-        return bool(loads) or bool(gate_figures(gates, self.limits))
+    def measures(self, loads: Sequence[Mapping[str, Any]], gates: Sequence[GateOutcome | Mapping[str, Any]],
+                 scope: Scope = "measurements") -> bool:
+        """Whether a test produced figures this baseline compares (:mod:`.baseline_scope`: which loads)."""
+        if scope == "none":
+            return False
+        return bool(baseline_scope.select(loads, scope)[0]) or bool(gate_figures(gates, self.limits))
 
     def expect(self, tests: Iterable[tuple[str, str | None]]) -> None:
         """This session's tests, ``(id, key)``: when none is in the baseline, every comparing test fails.
@@ -479,23 +482,35 @@ class BaselineContext:
 
     def outcome(self, nodeid: str, loads: Sequence[Mapping[str, Any]],
                 gates: Sequence[GateOutcome | Mapping[str, Any]], candidate: Mapping[str, object],
-                key: str | None = None) -> GateOutcome | None:
+                key: str | None = None, scope: Scope = "measurements") -> GateOutcome | None:
         """The baseline outcome of one test (``key``: its :func:`.baseline_file.stable_key`), or None.
 
         On another setup: None (the run's summary warns), or with ``strict`` a failed check. Otherwise
-        the regression checks, with what the candidate changes at the top of the notes.
+        the regression checks, with what the candidate changes at the top of the notes. ``scope``
+        (``@pytest.mark.sglang_baseline``) says which loads are compared; each load left out is a note.
         """
-        if not self.measures(loads, gates):
+        if not self.measures(loads, gates, "all"):
             return None
+        context = {"baseline": self.path, "test": nodeid}
+        if scope == "none":
+            return GateOutcome("baseline", notes=[baseline_scope.opted_out(self.path)], context=context)
+        kept, left_out = baseline_scope.select(loads, scope)
+        if not self.measures(kept, gates, scope):
+            return GateOutcome("baseline", notes=left_out, context=context)
+        loads = kept
         differs = self.incomparable(candidate)
         if differs:
             return self._not_comparable(differs) if self.strict else None
         found = self.index.find(nodeid, key)
         if found is None:
             return self._not_in_baseline(nodeid)
-        outcome = compare_test(nodeid, found.test, loads, gates, self.limits, baseline_name=self.path,
+        old = {**found.test, "loads": baseline_scope.select(found.test.get("loads", []), scope)[0]}
+        outcome = compare_test(nodeid, old, loads, gates, self.limits, baseline_name=self.path,
                                strict=self.strict)
+        if outcome is None and left_out:
+            outcome = GateOutcome("baseline", context=context)
         if outcome is not None:
+            outcome.notes.extend(left_out)
             matched = found.note(self.path)
             outcome.notes[:0] = [f"candidate vs baseline: {c.line()}" for c in self.changes(candidate)] + (
                 [matched] if matched else [])

@@ -47,6 +47,17 @@ def test_percentiles_need_enough_samples() -> None:
     assert unreliable_note("p99_ttft_ms", 256) is None
 
 
+def test_a_noise_beyond_the_limit_says_what_would_judge_it() -> None:
+    # ±10% noise against a 5% limit: (10/5)^2 = 4 times the requests or the repeats.
+    note = unreliable_note("output_throughput", 64, noise_pct=10.0, limit_pct=5.0, repeats=3)
+    assert note == ("cannot judge a 5 % change of output_throughput from this load: its noise is ±10.0 %, so only a "
+                    "change beyond 10.0 % fails; about 256 requests= or 12 repeats= would")
+    assert unreliable_note("output_throughput", 64, noise_pct=4.0, limit_pct=5.0) is None
+    # A percentile from too few requests is said first: no size of the limit makes it a measurement.
+    few = unreliable_note("p99_ttft_ms", 12, noise_pct=10.0, limit_pct=5.0)
+    assert few is not None and "at least 100" in few
+
+
 def test_bootstrap_is_deterministic_and_shrinks_with_more_requests() -> None:
     few, many = samples(50, 1), samples(800, 1)
     assert bootstrap_log_var("p99_ttft_ms", few) == bootstrap_log_var("p99_ttft_ms", few)

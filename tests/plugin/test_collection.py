@@ -123,7 +123,8 @@ def test_bad_marker_keywords_are_usage_errors_before_any_server_work(pytester: p
         f"{prefix}test_gain_without_workload: @pytest.mark.sglang_hicache(min_gain=1.5, effective=False): "
         "needs effective=True *",
         f"{prefix}test_misspelt_marker: @pytest.mark.sglang_throughtput is not a pytest-sglang marker "
-        f"(did you mean @pytest.mark.sglang_throughput?); the markers are {', '.join(GATES_BY_MARKER)}",
+        "(did you mean @pytest.mark.sglang_throughput?); the markers are "
+        f"{', '.join([*GATES_BY_MARKER, 'sglang_baseline'])}",
         "See https://*#markers",
     ], consecutive=True)
     assert "Traceback" not in result.stdout.str() + result.stderr.str()

@@ -105,16 +105,18 @@ def test_a_change_within_the_measured_noise_is_not_a_regression() -> None:
     assert isinstance(check.required, float) and check.required < 0.95 * 1000
     # A pass that could not have failed at the limit is a visible line, not a quiet green.
     outcome = compared(old, new, "output_throughput:5%")
-    [line] = [n for n in outcome.notes if "larger than the allowed regression" in n]
-    found = re.match(r"output_throughput: the noise measured in these runs \(([\d.]+)%\) is larger than the "
-                     r"allowed regression 5%, so only a regression beyond ([\d.]+)% fails \(load ", line)
+    [line] = [n for n in outcome.notes if "cannot judge" in n]
+    found = re.match(r"cannot judge a 5 % change of output_throughput from this load: its noise is ±([\d.]+) %, "
+                     r"so only a change beyond ([\d.]+) % fails; about (\d+) requests= or (\d+) repeats= would "
+                     r"\(load ", line)
     assert found and found.group(1) == found.group(2) and float(found.group(1)) > 30, line  # repeats 30% apart
-    assert line.endswith("); raise repeats= or requests= to judge the limit")
+    # The half-width shrinks as 1/sqrt(n): (30+ / 5)^2 = 36+ times the 3 repeats.
+    assert int(found.group(4)) >= 3 * 36, line
 
 
 def test_a_limit_above_the_noise_adds_no_line() -> None:
     outcome = compared([run(1), run(2), run(3)], [run(4), run(5), run(6)], "output_throughput:5%")
-    assert outcome.passed and not [n for n in outcome.notes if "larger than the allowed" in n]
+    assert outcome.passed and not [n for n in outcome.notes if "cannot judge" in n]
 
 
 def test_the_verdict_is_deterministic() -> None:
@@ -204,12 +206,13 @@ def test_what_a_passing_comparison_could_not_judge_is_on_the_terminal() -> None:
         report["tests"] = [{"nodeid": "t::a", "outcome": verdict, "gates": [outcome.to_dict()]}]
         return "\n".join(terminal.render(report))
 
-    assert "    note: output_throughput: the noise measured in these runs (" in shown("passed"), shown("passed")
-    assert "> `t::a` baseline: output_throughput: the noise measured in these runs (" in markdown.render(report)
-    assert "<code>t::a</code> baseline: output_throughput: the noise measured in these runs (" in html.render(report)
+    line = "cannot judge a 5 % change of output_throughput from this load: its noise is ±"
+    assert "    note: cannot judge a 5 % change of output_throughput" in shown("passed"), shown("passed")
+    assert f"> `t::a` baseline: {line}" in markdown.render(report)
+    assert f"<code>t::a</code> baseline: {line}" in html.render(report)
     # A failing test says it in its assertion message instead: no second copy in the reports.
     assert "note: output_throughput" not in shown("failed")
-    assert "the noise measured" not in markdown.render(report) + html.render(report)
+    assert "cannot judge" not in markdown.render(report) + html.render(report)
 
 
 def _routed(shares: dict[str, float]) -> dict[str, Any]:
