@@ -61,7 +61,7 @@ Dataset = str
 #: ``trace_time_scale=``: a trace's times are multiplied by it (SGLang's --mooncake-slowdown-factor).
 TimeScale = Annotated[float, Above(0)]
 #: ``prompt_token_tolerance_pct=``: % the server's prompt_tokens may differ from those sent (loadgen/tokencount.py).
-Tolerance = Annotated[float, AtLeast(0), AtMost(MAX_TOLERANCE_PCT)]
+Tolerance = Annotated[float | None, AtLeast(0), AtMost(MAX_TOLERANCE_PCT)]
 _SOURCE = "load generator (client side, bench_serving definitions)"
 _THROUGHPUT_FIX = (
     "raise server capacity (--max-running-requests, --mem-fraction-static, --chunked-prefill-size, "
@@ -354,7 +354,7 @@ def load_spec(*, requests: int, concurrency: int | None, request_rate: float | N
               output_len: int, api: str, request_timeout_s: float | None, load_timeout_s: float | None,
               dataset: str = "random-ids", trace_time_scale: float = 1.0,
               marker: str = "sglang_throughput", nodes: int | None = None,
-              prompt_token_tolerance_pct: float = 5.0) -> LoadSpec:
+              prompt_token_tolerance_pct: float | None = None) -> LoadSpec:
     """The load of the load-shape keywords (``sglang_throughput``, ``sglang_fleet``, ... share them).
 
     The load's own checks (the dataset's form, a trace file's rows, a multiturn dataset's api) fail as
@@ -399,7 +399,7 @@ def run_marker(
     request_timeout_s: Timeout = None,
     load_timeout_s: Timeout = None,
     load_nodes: OptionalCount = None,
-    prompt_token_tolerance_pct: Tolerance = 5.0,
+    prompt_token_tolerance_pct: Tolerance = None,
 ) -> GateOutcome:
     """``@pytest.mark.sglang_throughput``: run the load ``repeats`` times and judge the median run.
 

@@ -106,8 +106,9 @@ class LoadSpec:
     #: bench_serving calls it ``--mooncake-slowdown-factor`` (2.0 = twice as slow, 0.1 = 10x faster).
     trace_time_scale: float = 1.0
     #: Server's ``prompt_tokens`` may differ from the tokens sent by this many % before the load is
-    #: flagged (:mod:`.tokencount`): beyond, input tok/s counts tokens the client did not send.
-    prompt_token_tolerance_pct: float = 5.0
+    #: flagged (:mod:`.tokencount`): beyond, input tok/s counts tokens the client did not send. None:
+    #: 5 % where ids were sent; a chat load (its template and tokenizer add tokens) is then reported only.
+    prompt_token_tolerance_pct: float | None = None
     timeout_s: InitVar[float | None] = None
 
     def __post_init__(self, timeout_s: float | None) -> None:
@@ -199,7 +200,8 @@ class LoadSpec:
                 "use at most one shard (nodes x processes) per concurrent request",
             )
         tol = self.prompt_token_tolerance_pct
-        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol <= MAX_TOLERANCE_PCT:
+        if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float))
+                                or not 0 <= tol <= MAX_TOLERANCE_PCT):
             _bad("prompt_token_tolerance_pct", tol, f"must be a number of % from 0 to {MAX_TOLERANCE_PCT:g}",
                  "use 5.0 to flag a load whose server-counted prompt tokens differ from those sent by over 5%")
         vocab = self.vocab_size

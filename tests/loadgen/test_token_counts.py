@@ -56,6 +56,22 @@ def test_a_tolerance_wide_enough_passes_the_same_fault(sim_factory: Any) -> None
     assert evaluate_throughput(result).passed
 
 
+def test_a_chat_load_is_reported_and_judged_only_against_a_tolerance_given(sim_factory: Any) -> None:
+    # A chat load's words become the server's template plus its tokenizer's split (+200 % on the tiny real
+    # model): a default tolerance would fail healthy servers, so the count is reported, not judged.
+    sim = sim_factory(*MODEL, "--sim-fault", "template-tokens:16")
+    result = run_load(sim.url, LoadSpec(**{**SHAPE, "api": "chat"}))
+    tokens = result.prompt_tokens
+    assert tokens["basis"] == "chat" and tokens["difference"] > 0
+    assert tokens["tolerance_pct"] is None and not tokens["flagged"]
+    outcome = evaluate_throughput(result)
+    assert outcome.passed, outcome.message()
+    assert "not judged: a chat load's count includes the server's chat template and tokenizer (give " \
+           "prompt_token_tolerance_pct= to judge it)" in outcome.context["prompt tokens"]
+    judged = run_load(sim.url, LoadSpec(**{**SHAPE, "api": "chat", "prompt_token_tolerance_pct": 5.0}))
+    assert judged.prompt_tokens["flagged"] and not evaluate_throughput(judged).passed
+
+
 @pytest.mark.parametrize("bad", [-1.0, 1000.5, float("nan"), float("inf"), True, "5"])
 def test_bad_tolerance_is_refused_naming_it(bad: Any) -> None:
     with pytest.raises(ConfigError) as info:
