@@ -28,6 +28,10 @@ _RANGE = re.compile(r"valid range is \[0, (\d+)\)")
 _PROBE = {"input_ids": [10], "sampling_params": {"max_new_tokens": 1, "temperature": 0.0},
           "return_logprob": True, "token_ids_logprob": [PROBE_ID]}
 SOURCE = "POST /generate token_ids_logprob check ('valid range is [0, N)')"
+#: The first release whose check was read (TokenizerManager._validate_token_ids_logprob in 0.5.23).
+CHECKED_SINCE = (0, 5, 23)
+#: /server_info is about 37 KB on 0.5.23.
+MAX_INFO_BYTES = 1024 * 1024
 
 
 def needs_vocab(spec: LoadSpec) -> bool:
@@ -35,14 +39,30 @@ def needs_vocab(spec: LoadSpec) -> bool:
     return spec.api != "chat" and dataset_parts(spec.dataset)[0] in ("random-ids", *TRACE_KINDS)
 
 
+def _checked_release(version: object) -> bool:
+    """Whether ``version`` (``/server_info``) is a release known to check ``token_ids_logprob`` (0.5.23 on)."""
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", version) if isinstance(version, str) else None
+    return found is not None and tuple(map(int, found.groups())) >= CHECKED_SINCE
+
+
 def read_vocab_size(url: str, api_key: str | None) -> tuple[int | None, str]:
-    """(the vocabulary size, where it came from), or (None, why it could not be read)."""
+    """(the vocabulary size, where it came from), or (None, why it could not be read).
+
+    The out-of-range id is sent only to a server whose ``/server_info`` names a release that checks it: an
+    older server might index past its table with it, and die, as it does on a prompt's ids.
+    """
     try:
-        with make_client(url, api_key, timeout=READ_TIMEOUT_S, max_body_bytes=64 * 1024) as client:
+        with make_client(url, api_key, timeout=READ_TIMEOUT_S, max_body_bytes=MAX_INFO_BYTES) as client:
+            info = client.get("/server_info")
+            version = info.json().get("version") if info.status_code == 200 else None
+            if not _checked_release(version):
+                return None, (f"not read: GET {url}/server_info gave no SGLang release from "
+                              f"{'.'.join(map(str, CHECKED_SINCE))} on (version {version!r}), whose "
+                              "token_ids_logprob check names the vocabulary")
             resp = client.post("/generate", json=_PROBE)
             text = resp.text
-    except (httpx.HTTPError, ServerUnavailable) as exc:
-        return None, f"POST {url}/generate failed: {describe_exc(exc)}"
+    except (httpx.HTTPError, ServerUnavailable, ValueError, AttributeError) as exc:
+        return None, f"{url} could not be asked: {describe_exc(exc) if isinstance(exc, httpx.HTTPError) else exc}"
     found = _RANGE.search(text)
     if resp.status_code == 400 and found:
         return int(found.group(1)), f"{SOURCE} of {url}"

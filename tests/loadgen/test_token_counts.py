@@ -17,6 +17,7 @@ from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.soak import SoakSpec, run_soak
 from pytest_sglang.loadgen.vocab import resolve_vocab, vocab_text
 from pytest_sglang.sockets import free_port
+from tests.server.fakehttp import SERVER_INFO, fake_server, json_answer
 
 
 def test_healthy_server_counts_exactly_the_ids_sent(sim_url: str) -> None:
@@ -124,12 +125,24 @@ def test_a_vocabulary_not_read_is_said_with_the_fix() -> None:
     spec, fact = resolve_vocab(url, LoadSpec(), None)
     assert spec.vocab_size == 1000 and fact["vocab"]["read"] is False
     text = vocab_text(fact["vocab"])
-    assert text.startswith(f"NOT READ: POST {url}/generate failed: ConnectError: ") and "refused" in text
+    assert text.startswith(f"NOT READ: {url} could not be asked: ConnectError: ") and "refused" in text
     assert "ids drawn from [10, 1,000)" in text and "Fix: give vocab_size=" in text
     given, fact = resolve_vocab(url, LoadSpec(vocab_size=401), None)  # given: nothing is read
     assert given.vocab_size == 401 and fact["vocab"]["source"] == "vocab_size= given"
     chat, fact = resolve_vocab(url, LoadSpec(api="chat"), None)  # words, not ids: nothing to read
     assert chat.vocab_size == 1000 and fact == {}
+
+
+@pytest.mark.parametrize("version", ["0.4.10", "0.5.22", None, "dev"])
+def test_the_out_of_range_id_goes_only_to_a_release_known_to_check_it(version: str | None) -> None:
+    # An older server might index its table with the probe's id and die, as 0.5.23 does on a prompt's ids.
+    info = {**SERVER_INFO, "version": version}
+    with fake_server({"/server_info": lambda _: json_answer(info)}) as fake:
+        spec, fact = resolve_vocab(fake.url, LoadSpec(), None)
+    assert spec.vocab_size == 1000 and fact["vocab"]["read"] is False
+    assert fact["vocab"]["source"] == (f"not read: GET {fake.url}/server_info gave no SGLang release from 0.5.23 on "
+                                       f"(version {version!r}), whose token_ids_logprob check names the vocabulary")
+    assert [path for path, _ in fake.hits] == ["/server_info"]  # no POST /generate was sent (its answer: 501)
 
 
 def test_counts_add_up_over_client_processes(sim_factory: Any) -> None:
