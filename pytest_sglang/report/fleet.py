@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from pytest_sglang.gates.shares import fleet_of, worker_shares
+from pytest_sglang.fleet.handle import fleet_of
 from pytest_sglang.redaction import clean_text, scrub
 from pytest_sglang.report.identity import int_or_none
 
@@ -74,6 +74,8 @@ def shares_of(outcome: Mapping[str, Any]) -> dict[str, float] | None:
     Every gate that measures them (throughput, SLO, fleet, failover) records them under the same
     context key (:data:`pytest_sglang.gates.shares.SHARES_KEY`).
     """
+    from pytest_sglang.gates.shares import worker_shares  # the load generator: at the end of the run only
+
     shares = worker_shares(outcome)
     return {scrub(url): share for url, share in shares.items()} if shares else None
 

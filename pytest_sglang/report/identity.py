@@ -107,10 +107,14 @@ def identify(server: Handle, runner: str | None = None) -> ServerIdentity:
 
 
 def _safe_info(server: Handle) -> dict[str, Any]:
-    try:
-        info = server.info()
-    except Exception:  # identity is best effort; the server tests report real errors
-        return {}
+    # The /server_info the readiness wait read and validated moments ago: asking again cost a request
+    # (and a new client) between the server's first /health 200 and the first test body.
+    info = server.initial_info
+    if info is None:
+        try:
+            info = server.info()
+        except Exception:  # identity is best effort; the server tests report real errors
+            return {}
     scrubbed: dict[str, Any] = scrub_payload(info)  # SGLangServer.info() scrubs; a stand-in may not
     return scrubbed
 

@@ -171,7 +171,7 @@ def test_identity_from_a_handle_scrubs_and_reads_server_reported_startup() -> No
             "tokenizer_e2e": 12.0,
         },
     }
-    server = SimpleNamespace(info=lambda: info, mode="attach", config=None, startup=None, url="http://h:1")
+    server = SimpleNamespace(initial_info=None, info=lambda: info, mode="attach", config=None, startup=None, url="http://h:1")
     ident = identity.identify(server)
     assert ident.launch_args == ["--model-path", "m", "--tp", "2", "--api-key", "***"]
     assert (ident.runner, ident.gpu_count, ident.host) == ("attach", 2, {})
@@ -192,7 +192,7 @@ def test_identity_of_a_docker_candidate_masks_keys_in_every_spelling_and_names_t
     config = LaunchConfig(runner="docker", args=("--model-path", "m", "--api-ke", key, "--tp", "2"),
                           docker=DockerOptions(image="lmsysorg/sglang:v0.5.24"))
     info = {"version": "0.5.24", "model_path": "m\x1b[31m", "tp_size": 2}
-    server = SimpleNamespace(info=lambda: info, mode="docker", config=config, startup=None, url="http://h:1")
+    server = SimpleNamespace(initial_info=None, info=lambda: info, mode="docker", config=config, startup=None, url="http://h:1")
     ident = identity.identify(server)
     assert ident.launch_args == ["--model-path", "m", "--api-ke", "***", "--tp", "2"]
     assert (ident.image, ident.model) == ("lmsysorg/sglang:v0.5.24", "m")  # escape sequence stripped
@@ -205,7 +205,8 @@ def test_identity_never_raises_when_info_fails() -> None:
     def boom() -> dict[str, object]:
         raise RuntimeError("down")
 
-    ident = identity.identify(SimpleNamespace(info=boom, mode="process", config=None, startup=None, url=None))
+    ident = identity.identify(SimpleNamespace(initial_info=None, info=boom, mode="process", config=None,
+                                              startup=None, url=None))
     assert (ident.sglang_version, ident.runner, ident.phases) == (None, "process", [])
 
 
@@ -390,7 +391,7 @@ def test_local_gpu_model_from_nvidia_smi(tmp_path: object, monkeypatch: pytest.M
     fake.write_text("#!/bin/sh\necho 'NVIDIA H100 80GB HBM3'\necho 'NVIDIA H100 80GB HBM3'\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(fake.parent))
-    server = SimpleNamespace(info=lambda: {"tp_size": 2, "device": "cuda"}, mode="process",
+    server = SimpleNamespace(initial_info=None, info=lambda: {"tp_size": 2, "device": "cuda"}, mode="process",
                              config=None, startup=None, url=None)
     ident = identity.identify(server)
     assert (ident.gpu_model, ident.gpu_count) == ("NVIDIA H100 80GB HBM3", 2)
