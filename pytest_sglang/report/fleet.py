@@ -41,8 +41,9 @@ def identify_fleet(server: Handle) -> dict[str, Any] | None:
 
 
 def _worker(worker: WorkerHandle) -> dict[str, Any]:
-    info: Mapping[str, Any] = {}
-    if worker.reachable:
+    # The /server_info its direct probe read and validated at attach or launch: not asked again.
+    info: Mapping[str, Any] = (worker.server.initial_info if worker.server is not None else None) or {}
+    if not info and worker.reachable:
         try:
             info = worker.info()
         except Exception:  # best effort: the fleet gates report a worker that does not answer
