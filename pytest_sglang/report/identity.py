@@ -145,7 +145,7 @@ def _fleet_info(fleet: SGLangFleet) -> dict[str, Any]:
             merged[key] = views[0][key]
         elif key in ("version", "model_path") and len(values) > 1:  # a mixed fleet says so
             merged[key] = ", ".join(sorted({str(v[key]) for v in views if v.get(key) not in (None, "")}))
-    commands = {" ".join(_without_addresses(_argv(v.get("launch_command")))) for v in views}
+    commands = {shlex.join(_without_addresses(_argv(v.get("launch_command")))) for v in views}
     if len(commands) == 1 and (command := commands.pop()):
         merged["launch_command"] = command
     sizes = [_gpus_of(v) for v in views]
