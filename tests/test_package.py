@@ -101,16 +101,23 @@ def test_importing_the_plugin_stays_cheap() -> None:
     assert _heavy(json.loads(out)) == []
 
 
+@pytest.mark.parametrize("key", [None, "sk-in-the-environment-1"], ids=["no-key", "SGLANG_API_KEY"])
 @pytest.mark.parametrize("args", [["--collect-only", "-q"], ["-q"]], ids=["collect-only", "run"])
-def test_a_run_that_does_not_use_sglang_imports_nothing_heavy(tmp_path: Path, args: list[str]) -> None:
-    """The whole plugin path of an unrelated project (load, options, configure, collection, the run)."""
+def test_a_run_that_does_not_use_sglang_imports_nothing_heavy(tmp_path: Path, args: list[str],
+                                                               key: str | None) -> None:
+    """The whole plugin path of an unrelated project (load, options, configure, collection, the run).
+
+    Also on a machine whose environment holds SGLANG_API_KEY (where SGLang runs): registering that
+    secret must not build SGLang's flag reader (``pytest_sglang.sglang``) in every pytest run.
+    """
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert True\n")
     code = ("import json, sys, pytest\n"
             "code = pytest.main(sys.argv[1:])\n"
             "print('MODULES=' + json.dumps(sorted(sys.modules)))\n"
             "raise SystemExit(code)\n")
-    run = subprocess.run([sys.executable, "-c", code, "-p", "no:cacheprovider", *args], cwd=tmp_path,
+    env = {k: v for k, v in os.environ.items() if k != "SGLANG_API_KEY"} | ({"SGLANG_API_KEY": key} if key else {})
+    run = subprocess.run([sys.executable, "-c", code, "-p", "no:cacheprovider", *args], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     modules = json.loads(run.stdout.split("MODULES=", 1)[1])

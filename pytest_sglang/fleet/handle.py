@@ -37,7 +37,7 @@ from pytest_sglang.sglang.args import LaunchArgs
 if TYPE_CHECKING:
     from pytest_sglang.server.config import LaunchConfig
 
-__all__ = ["Handle", "SGLangFleet", "WorkerHandle"]
+__all__ = ["Handle", "SGLangFleet", "WorkerHandle", "fleet_of"]
 
 _MAX_METRICS_BYTES = 4 * 1024 * 1024
 _READ_S = 10.0
@@ -368,3 +368,8 @@ def _no_credentials(url: str) -> str:
 
 #: What the fixtures and gates take: one server, or a fleet behind its gateway (same shape).
 Handle = SGLangServer | SGLangFleet
+
+
+def fleet_of(server: object) -> SGLangFleet | None:
+    """``server`` when it is a fleet (a gateway with its workers); None for a single server (or a fake one)."""
+    return server if isinstance(server, SGLangFleet) else None

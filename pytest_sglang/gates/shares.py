@@ -129,9 +129,9 @@ class WorkerShares:
 
 def fleet_of(server: object) -> SGLangFleet | None:
     """``server`` when it is a fleet (a gateway with its workers); None for a single server (or a fake one)."""
-    from pytest_sglang.fleet.handle import SGLangFleet  # lazily: keeps this module light to import
+    from pytest_sglang.fleet import handle  # lazily: keeps this module light to import
 
-    return server if isinstance(server, SGLangFleet) else None
+    return handle.fleet_of(server)
 
 
 def measure(fleet: SGLangFleet, run: Callable[[], T]) -> tuple[T, WorkerShares]:

@@ -98,7 +98,7 @@ def sglang_fleet(sglang_server: Handle) -> SGLangFleet:
 
     Attach to a gateway (smg, sglang-router) with --sglang-url, or launch one with --sglang-workers N.
     """
-    from pytest_sglang.gates.shares import fleet_of  # lazily: the plugin loads without the engine
+    from pytest_sglang.fleet.handle import fleet_of  # lazily: the plugin loads without the engine
 
     fleet = fleet_of(sglang_server)
     if fleet is None:

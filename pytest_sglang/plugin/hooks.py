@@ -85,12 +85,15 @@ def _register_secrets(resolved: settings.Settings) -> None:
     if not (resolved.secrets() or resolved.env_dict or resolved.launch_args):
         return  # nothing to mask: a run that does not use SGLang does not import the scrubber
     from pytest_sglang import redaction
-    from pytest_sglang.sglang import masks  # builds SGLang's flag reader (~40 ms): only runs that need it
 
     for secret in resolved.secrets():  # every option row marked secret
         redaction.register(secret)
     redaction.register_env(resolved.env_dict)
-    if resolved.launch_args:  # reading them builds SGLang's flag table: only runs that launch pay for it
+    if resolved.launch_args:
+        # Reading them builds SGLang's flag reader (~40-100 ms): only runs that launch pay for it, not
+        # every pytest run on a machine whose environment holds SGLANG_API_KEY.
+        from pytest_sglang.sglang import masks
+
         # The command's own flags too: SGLang reads a key given only in --sglang-command the same way.
         masks.register_launch_args([*(resolved.sglang_command or ()), *resolved.launch_args])
 

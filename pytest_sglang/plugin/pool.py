@@ -322,6 +322,15 @@ class ServerPool:
         if self.distributed and self.settings.sglang_ray is not None:
             self.join_ray(self.settings.sglang_load_nodes)  # one cluster for the run: workers join it by address
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # Attach once the tests are known and before the first progress line: the gateway-detection line
+        # then comes after "collected N items", not inside "test_x.py ..." (the first test's setup).
+        if (self.settings.mode == "attach" and self.worker_input is None and not self.distributed
+                and self._primary is None and "primary" not in self._failures
+                and any(_uses_primary(item) for item in session.items)):
+            self._resolve_primary()
+
     def worker_input_for_nodes(self) -> dict[str, str | None]:
         failure = self._failures.get("primary")
         return {
@@ -358,6 +367,12 @@ class ServerPool:
 
         for line in reap_leftovers_once(docker=self.settings.runner == "docker"):
             _write_line(self.config, f"sglang: earlier run left a server behind: {line}")
+
+
+def _uses_primary(item: pytest.Item) -> bool:
+    """Whether ``item`` needs the primary server (its fixtures, or a gate marker's measuring fixture)."""
+    names = getattr(item, "fixturenames", ())  # a non-Python item (a doctest file...) has no fixtures
+    return "sglang_server" in names or "_sglang_markers" in names
 
 
 def _write_line(config: pytest.Config, line: str) -> None:

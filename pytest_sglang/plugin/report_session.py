@@ -81,7 +81,9 @@ class ReportSession:
 
     def server_started(self, server: Handle, runner: str | None = None) -> ServerIdentity:
         """Record the server's identity (``runner`` overrides an xdist worker's "attach" view)."""
-        from pytest_sglang.gates.shares import fleet_of
+        # Not gates.shares.fleet_of: that module imports the load generator (aiohttp...), ~1 s on a busy
+        # machine between the server's first /health 200 and the first test body.
+        from pytest_sglang.fleet.handle import fleet_of
         from pytest_sglang.report.identity import identify
 
         self.identity = identify(server, runner)

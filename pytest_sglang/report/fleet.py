@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from pytest_sglang.gates.shares import fleet_of, worker_shares
+from pytest_sglang.fleet.handle import fleet_of
 from pytest_sglang.redaction import clean_text, scrub
 from pytest_sglang.report.identity import int_or_none
 
@@ -41,8 +41,9 @@ def identify_fleet(server: Handle) -> dict[str, Any] | None:
 
 
 def _worker(worker: WorkerHandle) -> dict[str, Any]:
-    info: Mapping[str, Any] = {}
-    if worker.reachable:
+    # The /server_info its direct probe read and validated at attach or launch: not asked again.
+    info: Mapping[str, Any] = (worker.server.initial_info if worker.server is not None else None) or {}
+    if not info and worker.reachable:
         try:
             info = worker.info()
         except Exception:  # best effort: the fleet gates report a worker that does not answer
@@ -74,6 +75,8 @@ def shares_of(outcome: Mapping[str, Any]) -> dict[str, float] | None:
     Every gate that measures them (throughput, SLO, fleet, failover) records them under the same
     context key (:data:`pytest_sglang.gates.shares.SHARES_KEY`).
     """
+    from pytest_sglang.gates.shares import worker_shares  # the load generator: at the end of the run only
+
     shares = worker_shares(outcome)
     return {scrub(url): share for url, share in shares.items()} if shares else None
 

@@ -11,6 +11,7 @@ the same shape; ``startup`` is None when attached). Everything passes through ``
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shlex
@@ -24,7 +25,7 @@ from pytest_sglang.redaction import clean_text, scrub
 from pytest_sglang.sglang.masks import scrub_argv, scrub_payload
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.fleet.handle import Handle, SGLangFleet
     from pytest_sglang.server.config import LaunchConfig
     from pytest_sglang.server.phases import StartupReport
 
@@ -81,7 +82,11 @@ def identify(server: Handle, runner: str | None = None) -> ServerIdentity:
     ``runner`` overrides the handle's mode: an xdist worker attaches to the server its controller
     launched, on the same host, and must describe it as the controller does.
     """
-    info = _safe_info(server)
+    from pytest_sglang.fleet.handle import fleet_of
+
+    fleet = fleet_of(server)
+    # A fleet is described by all its workers: worker 0's /server_info named its own --port and GPUs.
+    info = _fleet_info(fleet) if fleet is not None else _safe_info(server)
     config = server.config
     ident = ServerIdentity(
         sglang_version=_str(info.get("version")),
@@ -96,7 +101,7 @@ def identify(server: Handle, runner: str | None = None) -> ServerIdentity:
         max_total_num_tokens=int_or_none(info.get("max_total_num_tokens")),
     )
     ident.gpu_model = _str(info.get("gpu_model") or info.get("gpu_name"))
-    ident.gpu_count = int_or_none(info.get("gpu_count")) or _world_size(ident)
+    ident.gpu_count = int_or_none(info.get("gpu_count")) or (_world_size(ident) if fleet is None else None)
     if ident.runner != "attach":
         ident.host = host_facts()
     if ident.runner == "process" and ident.gpu_model is None:
@@ -107,12 +112,78 @@ def identify(server: Handle, runner: str | None = None) -> ServerIdentity:
 
 
 def _safe_info(server: Handle) -> dict[str, Any]:
-    try:
-        info = server.info()
-    except Exception:  # identity is best effort; the server tests report real errors
-        return {}
+    # The /server_info the readiness wait read and validated moments ago: asking again cost a request
+    # (and a new client) between the server's first /health 200 and the first test body.
+    info = server.initial_info
+    if info is None:
+        try:
+            info = server.info()
+        except Exception:  # identity is best effort; the server tests report real errors
+            return {}
     scrubbed: dict[str, Any] = scrub_payload(info)  # SGLangServer.info() scrubs; a stand-in may not
     return scrubbed
+
+
+def _fleet_info(fleet: SGLangFleet) -> dict[str, Any]:
+    """What every worker of ``fleet`` agrees on, as one ``/server_info``-like dict (a difference is left out).
+
+    From each reachable worker's ``/server_info`` (read when it was probed), else the gateway's view of it.
+    ``gpu_count`` is the sum of the workers' GPUs (tp x dp x pp each) when every worker's is known;
+    ``launch_command`` the workers' common launch command without ``--port``/``--host`` (each has its own).
+    """
+    views: list[Mapping[str, Any]] = []
+    for worker in fleet.workers:
+        info = worker.server.initial_info if worker.server is not None else None
+        facts = worker.entry.facts
+        views.append(scrub_payload(info) if info else {
+            "version": facts.get("version"), "model_path": facts.get("model_path") or worker.entry.model_id,
+            "tp_size": facts.get("tp_size"), "dp_size": facts.get("dp_size"), "pp_size": facts.get("pp_size")})
+    merged: dict[str, Any] = {}
+    for key in ("version", "model_path", "tp_size", "dp_size", "pp_size", "device", "gpu_model"):
+        values = {json.dumps(v.get(key), sort_keys=True) for v in views}
+        if len(values) == 1 and views[0].get(key) not in (None, ""):
+            merged[key] = views[0][key]
+        elif key in ("version", "model_path") and len(values) > 1:  # a mixed fleet says so
+            merged[key] = ", ".join(sorted({str(v[key]) for v in views if v.get(key) not in (None, "")}))
+    commands = {shlex.join(_without_addresses(_argv(v.get("launch_command")))) for v in views}
+    if len(commands) == 1 and (command := commands.pop()):
+        merged["launch_command"] = command
+    sizes = [_gpus_of(v) for v in views]
+    if views and all(n is not None for n in sizes):
+        merged["gpu_count"] = sum(n for n in sizes if n is not None)
+    return merged
+
+
+def _gpus_of(info: Mapping[str, Any]) -> int | None:
+    if info.get("device") not in (None, "cuda"):
+        return None
+    tp = int_or_none(info.get("tp_size"))
+    if tp is None:
+        return None
+    return tp * (int_or_none(info.get("dp_size")) or 1) * (int_or_none(info.get("pp_size")) or 1)
+
+
+def _argv(command: object) -> list[str]:
+    if not isinstance(command, str) or not command:
+        return []
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+def _without_addresses(argv: list[str]) -> list[str]:
+    """``argv`` without ``--port N`` / ``--host H`` (either spelling): each worker listens on its own."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--port", "--host"):
+            skip = True
+        elif not arg.startswith(("--port=", "--host=")):
+            kept.append(arg)
+    return kept
 
 
 def _image(config: LaunchConfig | None) -> str | None:
@@ -126,14 +197,8 @@ def _image(config: LaunchConfig | None) -> str | None:
 def _launch_args(config: LaunchConfig | None, info: Mapping[str, Any]) -> list[str]:
     if config is not None and config.args:
         return [clean_text(a) for a in scrub_argv(config.args)]
-    command = info.get("launch_command")
-    if isinstance(command, str) and command:
-        try:
-            argv = shlex.split(command)
-        except ValueError:
-            argv = command.split()
-        return [clean_text(a) for a in scrub_argv(argv)]
-    return []
+    argv = _argv(info.get("launch_command"))
+    return [clean_text(a) for a in scrub_argv(argv)] if argv else []
 
 
 def _world_size(ident: ServerIdentity) -> int | None:

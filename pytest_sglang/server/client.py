@@ -12,6 +12,9 @@ body itself, under the same cap, so a compressed bomb cannot grow past it either
 
 from __future__ import annotations
 
+import functools
+import os
+import ssl
 import time
 import zlib
 from collections.abc import Iterable, Iterator
@@ -79,12 +82,30 @@ def make_client(url: str | ServerURL, api_key: str | None = None, *, timeout: ht
     """
     target = as_server_url(url)
     transport: httpx.BaseTransport = httpx.HTTPTransport(
-        trust_env=trust_env, limits=httpx.Limits(keepalive_expiry=CLIENT_KEEPALIVE_S))
+        verify=tls_context(trust_env), trust_env=trust_env, limits=httpx.Limits(keepalive_expiry=CLIENT_KEEPALIVE_S))
     if max_body_bytes is not None:
         transport = CappedTransport(transport, max_body_bytes)
     return httpx.Client(base_url=target.base, transport=transport, trust_env=trust_env,
                         headers={"Accept-Encoding": "identity", **auth_header(api_key, target), **(headers or {})},
                         timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+
+
+def tls_context(trust_env: bool = True) -> ssl.SSLContext:
+    """The verifying TLS context httpx would build, built once per process (and per CA setting), then shared.
+
+    httpx builds one per client by loading the whole CA bundle (20-200 ms on a busy machine), and the
+    engine makes a client per call (``info()``, ``health()``, each probe): that cost sat between a
+    server's first ``/health`` 200 and the test body. Same verification as httpx's default:
+    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when ``trust_env``, else certifi's bundle.
+    """
+    env = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")) if trust_env else (None, None)
+    return _tls_context(trust_env, *env)
+
+
+@functools.cache
+def _tls_context(trust_env: bool, cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    # The environment values are part of the key: a changed SSL_CERT_FILE gets its own context.
+    return httpx.create_ssl_context(trust_env=trust_env)
 
 
 class CappedTransport(httpx.BaseTransport):

@@ -35,7 +35,7 @@ from pytest_sglang.errors import ConfigError, SchemaMismatch
 from pytest_sglang.server import diagnosis, identity
 from pytest_sglang.server.client import DEADLINE, make_client
 from pytest_sglang.server.probe import HEALTH_PROBE_TIMEOUT_S, NotReadyYet, Probe, Target, WaitState
-from pytest_sglang.server.validation import SchemaWarning, not_json_error, validate_payload
+from pytest_sglang.server.validation import SchemaWarning, not_json_error, prepare, validate_payload
 
 __all__ = ["HEALTH_PROBE_TIMEOUT_S", "ReadyResult", "Target", "check_info", "wait_until_ready"]
 
@@ -101,10 +101,19 @@ class _poll_wait(wait_base):
 
 
 def _watchful_sleep(target: Target) -> Callable[[float], None]:
-    """A sleep that returns early when the process exits or the log announces the HTTP server."""
+    """A sleep that returns early when the process exits or the log announces the HTTP server.
+
+    Its first slice compiles the ``/server_info`` schema (unless validation is off): work that would
+    otherwise follow the first ``/health`` 200, done while the server is still starting.
+    """
+    prepared = target.validate == "off"
 
     def sleep(seconds: float) -> None:
+        nonlocal prepared
         end = time.monotonic() + seconds
+        if not prepared:
+            prepared = True
+            prepare("server_info")
         follower = target.follower
         phase = follower.report.phase if follower is not None else None
         while (left := end - time.monotonic()) > 0:

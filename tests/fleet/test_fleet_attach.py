@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fleet_helpers import FAST_HEALTH, Gateway, copy_inner, load_fixture, run_inner, wait_for
+from fleet_helpers import FAST_HEALTH, Gateway, copy_inner, load_fixture, run_inner, smg_command, wait_for
 
 from tests.server.fakehttp import Route, fake_server, json_answer
 
@@ -42,8 +42,20 @@ def test_attach_detects_the_gateway_and_its_workers(gateway_command: str, sim_fa
     flavor = "sglang-router" if "sglang_router" in gateway_command else "smg 1.13.0"
     run.fnmatch_lines([f"sglang: mode=attach url={gateway.url}",
                        f"sglang: mode=attach gateway={flavor} workers=2 url={gateway.url}",
-                       f"FLEET gateway={flavor} workers=2 mode=attach launched=False unreachable=[[]None, None[]]*",
+                       f"*FLEET gateway={flavor} workers=2 mode=attach launched=False unreachable=[[]None, None[]]*",
                        "*1 passed*"])
+
+
+def test_the_gateway_line_never_splits_the_progress_line(sim_factory: Any, gateway_factory: Callable[..., Gateway],
+                                                         tmp_path: Path) -> None:
+    """The detection line used to be written from the first test's setup, inside its file's progress line."""
+    _, gateway = _fleet(sim_factory, gateway_factory, smg_command())
+    copy_inner(tmp_path, "fleet_shape")
+    run = run_inner(tmp_path, "--sglang-url", gateway.url, *STARTUP, env={"FLEET_EXPECT_WORKERS": "2"})
+    assert run.returncode == 0, run.output
+    run.fnmatch_lines([f"sglang: mode=attach gateway=smg 1.13.0 workers=2 url={gateway.url}",
+                       "test_fleet_shape.py .*[[]100%[]]"])
+    assert run.output.count("test_fleet_shape.py") == 1, run.output  # one progress line, not two halves
 
 
 def test_attach_names_a_dead_worker_the_gateway_still_calls_healthy(
@@ -73,7 +85,7 @@ def test_direct_off_judges_by_the_gateway_alone(sim_factory: Any, gateway_factor
     run = run_inner(tmp_path, "-s", "--sglang-url", gateway.url, "--sglang-fleet-direct", "off", *STARTUP,
                     env={"FLEET_EXPECT_WORKERS": "2", "FLEET_EXPECT_REACHABLE": "0"})
     assert run.returncode == 0, run.output
-    run.fnmatch_lines(["FLEET * unreachable=[[]'direct probing off (--sglang-fleet-direct off)', "
+    run.fnmatch_lines(["*FLEET * unreachable=[[]'direct probing off (--sglang-fleet-direct off)', "
                        "'direct probing off (--sglang-fleet-direct off)'[]]"])
 
 

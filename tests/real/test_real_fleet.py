@@ -90,7 +90,7 @@ def test_attach_to_a_gateway_in_front_of_real_sglang(
                                            timeout=180)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"sglang: mode=attach gateway=smg 1.13.0 workers=1 url={smg_gateway}",
-                                 "FLEET gateway=smg 1.13.0 workers=1 mode=attach launched=False "
+                                 "*FLEET gateway=smg 1.13.0 workers=1 mode=attach launched=False "
                                  "unreachable=[[]None[]]"])
     assert raw_server.api_key not in result.stdout.str() + result.stderr.str()
     assert raw_server.proc is not None and raw_server.proc.poll() is None  # attach never stops a worker

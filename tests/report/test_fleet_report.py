@@ -35,6 +35,7 @@ class FakeWorker:
     info_payload: dict[str, Any] | None
     healthy: bool = True
     role: str = "regular"
+    server: None = None  # no worker handle: the report asks info()
     entry: WorkerEntry = field(init=False)
 
     def __post_init__(self) -> None:

@@ -171,7 +171,7 @@ def test_identity_from_a_handle_scrubs_and_reads_server_reported_startup() -> No
             "tokenizer_e2e": 12.0,
         },
     }
-    server = SimpleNamespace(info=lambda: info, mode="attach", config=None, startup=None, url="http://h:1")
+    server = SimpleNamespace(initial_info=None, info=lambda: info, mode="attach", config=None, startup=None, url="http://h:1")
     ident = identity.identify(server)
     assert ident.launch_args == ["--model-path", "m", "--tp", "2", "--api-key", "***"]
     assert (ident.runner, ident.gpu_count, ident.host) == ("attach", 2, {})
@@ -192,7 +192,7 @@ def test_identity_of_a_docker_candidate_masks_keys_in_every_spelling_and_names_t
     config = LaunchConfig(runner="docker", args=("--model-path", "m", "--api-ke", key, "--tp", "2"),
                           docker=DockerOptions(image="lmsysorg/sglang:v0.5.24"))
     info = {"version": "0.5.24", "model_path": "m\x1b[31m", "tp_size": 2}
-    server = SimpleNamespace(info=lambda: info, mode="docker", config=config, startup=None, url="http://h:1")
+    server = SimpleNamespace(initial_info=None, info=lambda: info, mode="docker", config=config, startup=None, url="http://h:1")
     ident = identity.identify(server)
     assert ident.launch_args == ["--model-path", "m", "--api-ke", "***", "--tp", "2"]
     assert (ident.image, ident.model) == ("lmsysorg/sglang:v0.5.24", "m")  # escape sequence stripped
@@ -205,7 +205,8 @@ def test_identity_never_raises_when_info_fails() -> None:
     def boom() -> dict[str, object]:
         raise RuntimeError("down")
 
-    ident = identity.identify(SimpleNamespace(info=boom, mode="process", config=None, startup=None, url=None))
+    ident = identity.identify(SimpleNamespace(initial_info=None, info=boom, mode="process", config=None,
+                                              startup=None, url=None))
     assert (ident.sglang_version, ident.runner, ident.phases) == (None, "process", [])
 
 
@@ -403,9 +404,47 @@ def test_local_gpu_model_from_nvidia_smi(tmp_path: object, monkeypatch: pytest.M
     fake.write_text("#!/bin/sh\necho 'NVIDIA H100 80GB HBM3'\necho 'NVIDIA H100 80GB HBM3'\n")
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(fake.parent))
-    server = SimpleNamespace(info=lambda: {"tp_size": 2, "device": "cuda"}, mode="process",
+    server = SimpleNamespace(initial_info=None, info=lambda: {"tp_size": 2, "device": "cuda"}, mode="process",
                              config=None, startup=None, url=None)
     ident = identity.identify(server)
     assert (ident.gpu_model, ident.gpu_count) == ("NVIDIA H100 80GB HBM3", 2)
     monkeypatch.setenv("PATH", str(Path(str(tmp_path)) / "empty"))
     assert identity.local_gpu_model() is None
+
+
+def test_identity_of_a_fleet_describes_every_worker_not_worker_0() -> None:
+    """Attached to a gateway, the header showed worker 0's --port and "GPU 1 x unknown model" for the fleet."""
+    from pathlib import Path
+
+    from pytest_sglang.fleet.discovery import WorkerEntry
+    from pytest_sglang.fleet.handle import SGLangFleet, WorkerHandle
+    from pytest_sglang.report import text
+    from pytest_sglang.server.handle import SGLangServer
+
+    base = json.loads((Path(__file__).resolve().parents[2] / "fixtures" / "server_info" / "sglang-0.5.23.json")
+                      .read_text())
+    workers = []
+    for index, (port, tp) in enumerate([(31001, 2), (31002, 2), (31003, 4)]):
+        url = f"http://127.0.0.1:{port}"
+        info = {**base, "port": port, "tp_size": tp, "dp_size": 1, "pp_size": 1, "device": "cuda",
+                "model_path": "org/model", "launch_command": f"python -m sglang.launch_server --model-path org/model "
+                                                             f"--port {port} --host=127.0.0.1 --tp {tp}"}
+        server = SGLangServer(url, "attach", initial_info=info)
+        workers.append(WorkerHandle(index, WorkerEntry(url, "regular", True), server=server))
+    fleet = SGLangFleet(SGLangServer("http://127.0.0.1:30000", "attach"), "smg", workers, version="1.13.0")
+    ident = identity.identify(fleet)
+    assert (ident.url, ident.model, ident.sglang_version) == ("http://127.0.0.1:30000", "org/model", base["version"])
+    assert ident.tp_size is None  # the workers differ: not one worker's figure
+    assert ident.gpu_count == 8  # 2 + 2 + 4
+    assert ident.launch_args == []  # their commands differ by --tp: no one worker's command stands for all
+    assert text.hardware(ident.to_dict()) == "GPU 8 x unknown model"
+    assert "31001" not in json.dumps(ident.to_dict())
+    # Workers launched alike: their common command without any worker's own address.
+    for worker in workers:
+        assert worker.server is not None and worker.server.initial_info is not None
+        worker.server.initial_info["tp_size"] = 2
+        worker.server.initial_info["launch_command"] = worker.server.initial_info["launch_command"].replace(
+            "--tp 4", "--tp 2")
+    ident = identity.identify(fleet)
+    assert ident.launch_args == ["python", "-m", "sglang.launch_server", "--model-path", "org/model", "--tp", "2"]
+    assert (ident.tp_size, ident.gpu_count) == (2, 6)

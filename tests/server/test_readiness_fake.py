@@ -146,3 +146,21 @@ def test_metrics_parsed_and_404_explained() -> None:
         del fake.routes["/metrics"]
         with pytest.raises(ServerUnavailable, match=r"metrics are disabled.\nFix: add --enable-metrics"):
             server.metrics()
+
+
+@pytest.mark.parametrize("validate", ["strict", "off"])
+def test_the_schema_is_compiled_while_the_server_starts_not_after_its_first_200(validate: str) -> None:
+    from pytest_sglang.server import validation
+
+    compiled_at_info: list[int] = []
+    health = iter([503, 503])
+
+    def server_info(_: dict[str, str]) -> tuple[int, str, str | None]:
+        compiled_at_info.append(validation._validator.cache_info().currsize)
+        return json_answer(SERVER_INFO)
+
+    validation._validator.cache_clear()
+    with fake_server({"/health": lambda h: (next(health, 200), "", None), "/server_info": server_info}) as fake:
+        attach(fake.url, validate=validate)
+    # While /health said 503 the wait compiled the schema (unless validation is off): not after the 200.
+    assert compiled_at_info == [1 if validate == "strict" else 0]

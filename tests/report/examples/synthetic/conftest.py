@@ -24,6 +24,7 @@ from pytest_sglang.server.phases import PhaseSpan, StartupReport
 class FakeServer:
     mode = "simulator"
     url = "http://127.0.0.1:1"
+    initial_info = None  # no readiness wait read it: identify() asks info()
 
     def __init__(self) -> None:
         args = ("--model-path", "tiny", "--tp", "1", "--api-key", "sk-secret-123456")
