@@ -29,6 +29,8 @@ HEAVY = ("httpx", "aiohttp", "docker", "jsonschema", "tenacity", "psutil", "prom
          "pytest_sglang.cli", "pytest_sglang.gates.keywords", "pytest_sglang.gates.capacity",
          "pytest_sglang.gates.hicache", "pytest_sglang.gates.throughput", "pytest_sglang.gates.slo",
          "pytest_sglang.report.html", "pytest_sglang.report.baseline")
+#: Also left out of an unused --collect-only run (benchmarks/bench_plugin_cost.py): recording outcomes.
+HEAVY_AT_COLLECTION = ("pytest_sglang.plugin.results", "pytest_sglang.gates.base", "pytest_sglang.report.records")
 
 #: What Windows lacks. Blocked before pytest starts, so an import (or attribute use) at plugin load or
 #: configure fails the way it would there.
@@ -123,6 +125,8 @@ def test_a_run_that_does_not_use_sglang_imports_nothing_heavy(tmp_path: Path, ar
     modules = json.loads(run.stdout.split("MODULES=", 1)[1])
     assert "pytest_sglang.plugin.hooks" in modules  # the plugin was loaded...
     assert _heavy(modules) == []  # ...and cost no more than its option table and fixtures
+    if "--collect-only" in args:  # the marker lines and the option table, nothing of the outcomes
+        assert [m for m in HEAVY_AT_COLLECTION if m in modules] == []
 
 
 def test_a_run_that_does_not_use_sglang_leaves_the_step_summary_alone(pytester: pytest.Pytester,
@@ -201,7 +205,7 @@ def test_plugin_is_registered_and_can_be_disabled(pytester: pytest.Pytester) -> 
 def test_cli_dispatcher_usage() -> None:
     run = subprocess.run([sys.executable, "-m", "pytest_sglang"], capture_output=True, text=True)
     assert run.returncode == 2
-    assert "usage: python -m pytest_sglang {load,plan,compare,eval,golden}" in run.stdout
+    assert "usage: python -m pytest_sglang {load,plan,compare,eval,golden,trend}" in run.stdout
     run = subprocess.run([sys.executable, "-m", "pytest_sglang", "frobnicate"], capture_output=True, text=True)
     assert run.returncode == 2
     assert "unknown command 'frobnicate'" in run.stderr

@@ -19,7 +19,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 import pytest
 
-from pytest_sglang.plugin import markers, results, settings
+from pytest_sglang.plugin import markers, settings
 from pytest_sglang.plugin.fixtures import (  # noqa: F401  (fixtures are found by name on the plugin module)
     sglang_client,
     sglang_fleet,
@@ -244,8 +244,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def pytest_runtest_makereport(item: pytest.Item,
                               call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    # One mask for every writer of user_properties (JUnit names included), before any of them reads them.
-    report.user_properties = results.mask_properties(report.user_properties)
+    if report.user_properties:  # imported only by runs that record something (the scrubber, the outcomes)
+        from pytest_sglang.plugin import results
+
+        # One mask for every writer of user_properties (JUnit names included), before any of them reads them.
+        report.user_properties = results.mask_properties(report.user_properties)
     if call.excinfo is None or POOL_KEY not in item.config.stash:
         return report  # no pool: no server start can have failed
     from pytest_sglang.plugin.pool import ServerStartFailed

@@ -77,9 +77,9 @@ ALIASES: dict[str, str] = {
 }
 #: Every figure a limit can name: bench_serving metrics and capacity/hicache check metrics.
 KNOWN_METRICS = frozenset(
-    {f.name for f in fields(LoadResult)} - {"spec", "url", "errors", "warmup_errors", "server_view", "records",
-                                            "not_sent", "stopped", "percentile_sample", "first_failures",
-                                            "refused_from_s"}
+    # The figures of a load: its numbers (a dict such as prompt_tokens or workload is not one), less the
+    # counters that say how it was measured rather than how the server did.
+    {f.name for f in fields(LoadResult) if f.type in ("int", "float")} - {"not_sent", "percentile_sample"}
 ) | set(CAPACITY_METRICS) | {"context_length", "host_hit_tokens", "host_device_ratio", "repeat_gain",
                               "live_concurrent_requests", "live_completed_requests", "healthy_workers"}
 #: Gates whose records are not compared as gate figures: throughput/SLO figures are load metrics

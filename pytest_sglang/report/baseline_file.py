@@ -32,8 +32,6 @@ from pytest_sglang.files import read_capped
 from pytest_sglang.loadgen.intervals import FIELDS as SAMPLE_FIELDS
 
 _FIX = "point it to a JSON report written with --sglang-report"
-#: Fields of a load or gate record that hold structures, not figures.
-_NOT_FIGURES = frozenset({"cache_report", "workload"})
 
 
 def load_report(path: str | Path, option: str = "--sglang-baseline", *, figures: frozenset[str] = frozenset()
@@ -53,7 +51,7 @@ def load_report(path: str | Path, option: str = "--sglang-baseline", *, figures:
         raise ConfigError(option, str(path), f"not a readable JSON report ({exc})", _FIX) from None
     if not isinstance(data, dict) or "tests" not in data or "fingerprint" not in data:
         raise ConfigError(option, str(path), "not a pytest-sglang report (no 'tests'/'fingerprint')", _FIX)
-    problem = bad_figure(data, figures - _NOT_FIGURES)
+    problem = bad_figure(data, figures)
     if problem is not None:
         raise ConfigError(option, str(path), problem,
                           "record the report again with --sglang-report (pytest-sglang writes no NaN, Infinity "

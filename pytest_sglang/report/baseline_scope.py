@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pytest_sglang.gates.registry import GATES_BY_MARKER
-from pytest_sglang.report.records import shape_key
 
 MARKER = "sglang_baseline"
 DOCS_URL = "https://github.com/pytest-sglang/pytest-sglang/blob/main/docs/reports.md#what-is-compared"
@@ -58,6 +57,10 @@ def measurement(load: Mapping[str, Any]) -> bool:
 
 def select(loads: Sequence[Mapping[str, Any]], scope: Scope) -> tuple[list[Mapping[str, Any]], list[str]]:
     """The loads to compare and one note per left-out load shape (why, and how to opt in)."""
+    # Here, not at the top: the plugin reads this module's marker line in every pytest run, and the
+    # records module brings the outcomes and the scrubber with it.
+    from pytest_sglang.report.records import shape_key
+
     if scope == "all":
         return list(loads), []
     if scope == "none":
