@@ -61,7 +61,8 @@ def test_token_drift_fails_with_the_first_divergence(pytester: pytest.Pytester, 
         "token ids[]]: FAILED",
         "  --sglang-golden-max-logprob-delta=0.5: max_logprob_delta measured *, required <= 0.5 [[]the largest "
         "logprob difference where the tokens agree[]]: *",
-        "  recording: golden.json: 6 prompts x 12 greedy tokens, from model_path sim/tiny-llama, version 0.5.23",
+        "  recording: golden.json: 6 prompts x 12 greedy tokens, from model_path sim/tiny-llama, version 0.5.23; this "
+        "server runs the same version, model_path, dtype, quantization, tp_size",
         "  first divergence: prompt * '*' at token *: recorded '*' vs now '*'",
         "  largest logprob delta: *; limit --sglang-golden-max-logprob-delta=0.5",
         "Fix: the server answers differently from the recording: *",
