@@ -47,11 +47,15 @@ def test_three_launches_judge_what_one_fast_boot_cannot(pytester: pytest.Pyteste
     for seed in (30, 34, 48):
         _record(pytester, seed, tmp_path / "base" / f"launch-{seed}.json")
     # An unchanged relaunch against the one fast boot: red, and the report says what a 1-launch baseline cannot know.
-    one = _run(pytester, 29, f"--sglang-baseline={tmp_path / 'fast-boot.json'}", LIMIT)
+    one = _run(pytester, 29, f"--sglang-baseline={tmp_path / 'fast-boot.json'}", LIMIT,
+               f"--junitxml={tmp_path / 'one.xml'}", f"--sglang-markdown={tmp_path / 'one.md'}")
     one.assert_outcomes(failed=1)
     out = _flat(one.stdout.str())
     assert "sglang baseline gate failed: output_throughput" in out
     assert "baseline of 1 launch: " in out and "cannot know the noise between launches" in out
+    for written in ("one.xml", "one.md"):
+        assert "cannot know the noise between launches" in (tmp_path / written).read_text(), written
+    assert '<property name="sglang.baseline.verdict" value="regressed" />' in (tmp_path / "one.xml").read_text()
     # The same relaunch against three launches of the same configuration: green, judged against a new launch.
     three = _run(pytester, 29, f"--sglang-baseline={tmp_path / 'base'}", LIMIT, "-rA")
     three.assert_outcomes(passed=1)
