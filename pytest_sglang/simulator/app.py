@@ -152,9 +152,9 @@ async def server_info(request: web.Request) -> web.Response:
         last_gen_throughput=state.engine.stats.last_gen_throughput,
     )
     pd.annotate_server_info(state, body)  # a prefill/decode worker's resolved PD fields
-    if state.engine.spec is not None:  # avg_spec_accept_length, per DP rank (one shared engine here)
-        for item in body.get("internal_states") or ():
-            item.update(speculative.server_info_fields(state.engine.spec))
+    if state.engine.spec is not None:  # avg_spec_accept_length, each DP rank's own
+        for rank, item in enumerate(body.get("internal_states") or ()):
+            item.update(speculative.server_info_fields(state.engine.spec, rank))
     mode = state.cfg.faults.server_info
     if mode == "not-json":
         return web.Response(text="<html><body>Internal Server Error</body></html>", content_type="text/html")
