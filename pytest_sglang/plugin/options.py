@@ -271,6 +271,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("sglang_strict", "fail (not skip) a check that cannot run without consent (--sglang-allow-disruptive), "
            "or that ran but could not judge (a probe too slow to fail in the load) or check (weights unread)",
            parse=parse_bool, kind="flag", default=False),
+    Option("sglang_profile_on_failure", "when a throughput, SLO or baseline gate fails, profile a short window with "
+           "SGLang's profiler (/start_profile, /stop_profile) into DIR and link the trace in every report "
+           "(an attached server also needs --sglang-allow-disruptive)", metavar="DIR"),
     Option("sglang_suggest_floors", "run the sglang_throughput markers measure-only and print (and write as JSON) "
            "the floors that would hold, with a margin (--sglang-suggest-floors-margin)", parse=parse_bool,
            kind="flag", default=False),

@@ -30,6 +30,8 @@
 ``weights-checker:MODE``     ``/weights_checker`` gives no checksum: ``garbage`` (HTML), ``huge`` (a 100 MB
                              body), ``unauthorized`` (401), ``hang`` (never answers), ``wrong-types`` (JSON
                              of the wrong shape) or ``failure`` (400, ``success: false``)
+``no-profile-route``         no ``/start_profile`` or ``/stop_profile`` route (404): a server whose profiler
+                             cannot be driven over HTTP
 ``template-tokens:N``        every prompt is N tokens longer than the client sent (a chat template or
                              special tokens added again): the server computes, and reports as
                              ``prompt_tokens``, tokens the client never meant to send
@@ -45,7 +47,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 PRODUCTION_KINDS = ("corrupt-weights", "spec-collapse", "spec-slow", "health-under-load", "stalled-dp-rank", "leak",
-                    "kv-leak", "stall-after", "weights-checker", "template-tokens", "spec-decay-after", "spec-rank-low")
+                    "kv-leak", "stall-after", "weights-checker", "template-tokens", "spec-decay-after", "spec-rank-low",
+                    "no-profile-route")
 #: How ``/weights_checker`` fails under ``weights-checker:MODE``.
 WEIGHTS_CHECKER_MODES = ("garbage", "huge", "unauthorized", "hang", "wrong-types", "failure")
 #: A leak beyond this many MB a minute is a typo (1 GB a second), not a slow leak.
@@ -54,7 +57,7 @@ MAX_LEAK_MB_PER_MIN = 60_000.0
 MAX_TEMPLATE_TOKENS = 100_000
 #: Longer contexts than any model serves (as LoadSpec's MAX_LEN).
 MAX_CONTEXT_TOKENS = 1_048_576
-_SWITCHES = ("corrupt-weights", "spec-collapse", "spec-slow")
+_SWITCHES = ("corrupt-weights", "spec-collapse", "spec-slow", "no-profile-route")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class ProductionFaults:
     leak_mb_per_min: float = 0.0
     kv_leak_tokens: int = 0
     spec_decay_after: int | None = None
+    no_profile_route: bool = False
     spec_rank_low: int | None = None
     stall_after: int | None = None
     weights_checker: str | None = None
@@ -149,7 +153,8 @@ def parse_production_faults(specs: Iterable[str]) -> ProductionFaults:
         if kind in _SWITCHES:
             out = replace(out, corrupt_weights=out.corrupt_weights or kind == "corrupt-weights",
                           spec_collapse=out.spec_collapse or kind == "spec-collapse",
-                          spec_slow=out.spec_slow or kind == "spec-slow")
+                          spec_slow=out.spec_slow or kind == "spec-slow",
+                          no_profile_route=out.no_profile_route or kind == "no-profile-route")
         elif kind == "health-under-load":
             out = replace(out, health_under_load_s=float(arg))
         elif kind == "leak":
