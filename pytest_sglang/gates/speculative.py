@@ -60,6 +60,11 @@ _SPEC_FIX = ("acceptance collapses when the draft does not match the target (an 
              "another revision, a wrong --speculative-draft-model-path or --speculative-token-map, a changed "
              "chat template or tokenizer); check the draft model and --speculative-num-steps/-eagle-topk/"
              "-num-draft-tokens")
+_BUCKET_FIX = ("; where acceptance falls at long contexts only, compare the draft's max_position_embeddings and rope "
+               "scaling with the target's (a draft trained on shorter sequences, sglang#30763), or serve long prompts "
+               "without speculation")
+_RANK_FIX = ("; where one DP rank accepts less than the others, compare that rank's log and its internal_states with "
+             "the others' (sglang#16274: EAGLE's acceptance fell with --enable-dp-attention)")
 _SPEEDUP_FIX = ("speculation costs more than it gains here: lower --speculative-num-steps/--speculative-num-draft-"
                 "tokens, raise acceptance (a better-matched draft), or turn it off at this batch size")
 _LENGTH_NOT_RATE = ("the rate is accepted / proposed drafts; for {value} accepted tokens per verify step write "
@@ -144,19 +149,21 @@ def _where(bucket: int | None, rank: int | None) -> str:
 
 
 def _acceptance_checks(sample: SpecSample, min_length: float | None, min_rate: float | None,
-                       source: str, where: str = "") -> list[Check]:
+                       source: str, bucket: int | None = None, rank: int | None = None) -> list[Check]:
     checks = []
     shown = f"{source}; {sample.distribution()}"
+    where = _where(bucket, rank)
+    remedy = _SPEC_FIX + (_BUCKET_FIX if bucket is not None else "") + (_RANK_FIX if rank is not None else "")
     if sample.prompt_tokens and where:
         shown += f"; prompt_tokens (meta_info) median {sorted(sample.prompt_tokens)[len(sample.prompt_tokens) // 2]:,}"
     if min_length is not None:
         length = None if sample.mean_length is None else round(sample.mean_length, 3)
         checks.append(compare(GATE, "spec_accept_length" + where, length, ">=", min_length, unit="tokens/step",
-                              keyword="min_accept_length", source=shown, remedy=_SPEC_FIX))
+                              keyword="min_accept_length", source=shown, remedy=remedy))
     if min_rate is not None:
         rate = None if sample.mean_rate is None else round(sample.mean_rate, 3)
         checks.append(compare(GATE, "spec_accept_rate" + where, rate, ">=", min_rate, keyword="min_accept_rate",
-                              source=shown, remedy=_SPEC_FIX))
+                              source=shown, remedy=remedy))
     return checks
 
 
@@ -243,7 +250,7 @@ def _measure_acceptance(ctx: GateContext, out: GateOutcome, buckets: list[int | 
             prompts = f", prompts of {bucket:,} token ids" if bucket is not None else ""
             pinned = f", pinned to DP rank {rank} (routed_dp_rank)" if rank is not None else ""
             source = f"meta_info of {samples} greedy /generate requests of {output_len} tokens{prompts}{pinned}"
-            out.checks += _acceptance_checks(sample, min_length, min_rate, source, _where(bucket, rank))
+            out.checks += _acceptance_checks(sample, min_length, min_rate, source, bucket, rank)
             if sample.failed:
                 out.notes.append(f"{len(sample.failed)} sampled request(s){_where(bucket, rank)} failed: "
                                  f"{', '.join(sample.failed[:3])}")
