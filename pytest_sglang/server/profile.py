@@ -15,6 +15,7 @@ read (a server on this host); a remote server's directory is named, not read.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,20 @@ def _answer(resp: httpx.Response) -> str:
     return f"{resp.status_code} {' '.join(resp.text.split())[:160]!r}"
 
 
+def _window_requests(client: httpx.Client, left: Callable[[], float]) -> list[str]:
+    """Send the window's short greedy requests one after the other; what went wrong (empty when nothing did)."""
+    for i in range(WINDOW_REQUESTS):
+        request = {"text": f"Profile window request {i}: count from one to twenty.",
+                   "sampling_params": {"max_new_tokens": WINDOW_TOKENS, "temperature": 0, "ignore_eos": True}}
+        try:
+            answered = client.post("/generate", json=request, timeout=left())
+        except httpx.HTTPError as exc:
+            return [f"a window request failed: {type(exc).__name__}"]
+        if answered.status_code != 200:
+            return [f"a window request answered {_answer(answered)}"]
+    return []
+
+
 def profile_window(url: str | ServerURL, api_key: str | None, output_dir: Path, *, deadline_s: float,
                    cpu: bool, profile_id: str) -> ProfileWindow:
     """Start SGLang's profiler, send :data:`WINDOW_REQUESTS` short requests, stop it; all within ``deadline_s``."""
@@ -82,18 +97,7 @@ def profile_window(url: str | ServerURL, api_key: str | None, output_dir: Path, 
                                                             "0.5.23 serves it; an older or another server does not")
         if resp.status_code != 200:
             return ProfileWindow(output_dir, False, problem=f"POST /start_profile answered {_answer(resp)}")
-        problems = []
-        for i in range(WINDOW_REQUESTS):
-            request = {"text": f"Profile window request {i}: count from one to twenty.",
-                       "sampling_params": {"max_new_tokens": WINDOW_TOKENS, "temperature": 0, "ignore_eos": True}}
-            try:
-                answered = client.post("/generate", json=request, timeout=left())
-            except httpx.HTTPError as exc:
-                problems.append(f"a window request failed: {type(exc).__name__}")
-                break
-            if answered.status_code != 200:
-                problems.append(f"a window request answered {_answer(answered)}")
-                break
+        problems = _window_requests(client, left)
         try:
             resp = client.post("/stop_profile", timeout=left())
         except httpx.HTTPError as exc:
