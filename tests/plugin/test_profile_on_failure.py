@@ -109,3 +109,43 @@ def test_a_profile_dir_that_is_a_file_or_unwritable_is_a_usage_error(pytester: p
                                      "--sglang-profile-on-failure a writable directory (or one that can be created) "
                                      "for the profiler traces of failed gates"])
         assert "SGLang ready" not in result.stdout.str()
+
+
+SLO = """
+import pytest
+
+
+@pytest.mark.sglang_slo(max_e2e_ms_p99=0.001, min_concurrency=1, max_concurrency=2, input_len=16, output_len=4)
+def test_slo():
+    pass
+"""
+
+
+def test_a_failed_slo_gate_is_profiled_too(pytester: pytest.Pytester) -> None:
+    traces = pytester.path / "traces"
+    pytester.makepyfile(test_inner=SLO)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sglang-simulate",
+                                           f"--sglang-launch={SIM_LAUNCH}", f"--sglang-profile-on-failure={traces}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["profile after the failed slo gate: trace in *test_slo-1 (1 file, *"])
+
+
+def test_a_baseline_regression_is_profiled(pytester: pytest.Pytester) -> None:
+    """The second run is compared with a baseline whose throughput is ten times its own: a regression."""
+    passing = FAILING.split("@pytest.mark", 2)
+    pytester.makepyfile(test_inner="import pytest\n\n\n@pytest.mark" + passing[2])
+    base = pytester.path / "base.json"
+    first = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sglang-simulate",
+                                          f"--sglang-launch={SIM_LAUNCH}", f"--sglang-report={base}")
+    first.assert_outcomes(passed=1)
+    report = json.loads(base.read_text())
+    for test in report["tests"]:
+        for load in test["loads"]:
+            load["output_throughput"] *= 10
+    base.write_text(json.dumps(report))
+    traces = pytester.path / "traces"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--sglang-simulate",
+                                           f"--sglang-launch={SIM_LAUNCH}", f"--sglang-baseline={base}",
+                                           f"--sglang-profile-on-failure={traces}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["profile after the failed baseline gate: trace in *test_fast_enough-1 (1 file, *"])
