@@ -33,7 +33,6 @@ A server launched without ``--speculative-algorithm`` fails the gate: there is n
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated
 
 from pytest_sglang.errors import ServerUnavailable, SGLangError
@@ -42,6 +41,7 @@ from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.comparable import comparable
 from pytest_sglang.gates.keywords import Above, AnyOf, AtLeast, AtMost, Count, Fraction, Relation, rules
 from pytest_sglang.gates.registry import GateContext, LockingLoad
+from pytest_sglang.gates.spec_buckets import FLOORS, Floor, bucket_label, bucket_lens, bucket_problem, floor_of
 from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout, load_spec
 from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
 from pytest_sglang.loadgen.spec import MAX_LEN
@@ -102,57 +102,11 @@ def _server_side(server: Handle) -> str:
     return "; ".join(parts)
 
 
-Floor = float | dict[int, float] | None
-_FLOORS = ("min_accept_length", "min_accept_rate", "min_speedup")
-
-
-def _floor(value: Floor, bucket: int | None) -> float | None:
-    """The floor of ``bucket`` (None: no context_lens, or a mapping without it)."""
-    if isinstance(value, dict):
-        return None if bucket is None else value.get(bucket)
-    return value
-
-
-def _buckets(values: Mapping[str, object]) -> list[int]:
-    """The context lengths to measure: ``context_lens``, else the keys of the floors' mappings (sorted)."""
-    lens = values.get("context_lens")
-    if isinstance(lens, (list, tuple)):
-        return [int(b) for b in lens]
-    keys = {int(k) for name in _FLOORS if isinstance(m := values.get(name), dict) for k in m}
-    return sorted(keys)
-
-
-def _bucket_problem(values: Mapping[str, object]) -> tuple[dict[str, object], str, str] | None:
-    """Each bucket measured against some floor; no floor for a length that is not measured."""
-    lens = values.get("context_lens")
-    if isinstance(lens, (list, tuple)) and len(set(lens)) != len(lens):
-        return {"context_lens": lens}, "names a context length twice", "give each context length once"
-    buckets = _buckets(values)
-    for name in _FLOORS:
-        floor = values.get(name)
-        extra = sorted(set(floor) - set(buckets)) if isinstance(floor, dict) and lens is not None else []
-        if extra:
-            return ({name: floor, "context_lens": lens}, f"gives a floor for context length(s) {extra} that "
-                    "context_lens does not measure", f"add {extra} to context_lens, or drop them from {name}")
-    bare = [b for b in buckets if all(_floor(v, b) is None for v in (values.get(n) for n in _FLOORS)
-                                      if isinstance(v, (int, float, dict)))]
-    if bare:
-        given = {n: values.get(n) for n in _FLOORS if values.get(n) is not None}
-        return ({**given, "context_lens": lens}, f"measures context length(s) {bare} against no floor",
-                f"give a floor for {bare} in a mapping ({{{bare[0]}: 2.0, ...}}), or one number for every length")
-    return None
-
-
-def _where(bucket: int | None, rank: int | None) -> str:
-    where = f" at {bucket:,} context tokens" if bucket is not None else ""
-    return where + (f" on DP rank {rank}" if rank is not None else "")
-
-
 def _acceptance_checks(sample: SpecSample, min_length: float | None, min_rate: float | None,
                        source: str, bucket: int | None = None, rank: int | None = None) -> list[Check]:
     checks = []
     shown = f"{source}; {sample.distribution()}"
-    where = _where(bucket, rank)
+    where = bucket_label(bucket, rank)
     remedy = _SPEC_FIX + (_BUCKET_FIX if bucket is not None else "") + (_RANK_FIX if rank is not None else "")
     if sample.prompt_tokens and where:
         shown += f"; prompt_tokens (meta_info) median {sorted(sample.prompt_tokens)[len(sample.prompt_tokens) // 2]:,}"
@@ -203,7 +157,7 @@ def _speedup_check(ctx: GateContext, loads: list[tuple[int | None, LoadSpec, flo
     reference, how = _reference(ctx, url)
     if reference is None:
         for bucket, _, minimum in loads:
-            out.checks.append(compare(GATE, "speedup" + _where(bucket, None), None, ">=", minimum,
+            out.checks.append(compare(GATE, "speedup" + bucket_label(bucket, None), None, ">=", minimum,
                                       keyword="min_speedup", source=f"no server without speculation: {how}",
                                       remedy=_REFERENCE_FIX))
         return
@@ -221,8 +175,8 @@ def _speedup_check(ctx: GateContext, loads: list[tuple[int | None, LoadSpec, flo
         mine = ctx.load(spec)
         with _lock(ctx):
             theirs = run_load(reference.url, spec, api_key=reference.api_key)
-        out.checks.append(_ratio(mine, theirs, minimum, how, _where(bucket, None)))
-        out.context["throughput" + _where(bucket, None)] = (
+        out.checks.append(_ratio(mine, theirs, minimum, how, bucket_label(bucket, None)))
+        out.context["throughput" + bucket_label(bucket, None)] = (
             f"{spec.shape()}: with speculation {fmt(mine.output_throughput)} tok/s (ITL median "
             f"{fmt(mine.median_itl_ms)} ms, {mine.failed} failed); without {fmt(theirs.output_throughput)} tok/s "
             f"(ITL median {fmt(theirs.median_itl_ms)} ms, {theirs.failed} failed)")
@@ -240,7 +194,7 @@ def _measure_acceptance(ctx: GateContext, out: GateOutcome, buckets: list[int | 
                         rate: Floor, samples: int, output_len: int, timeout_s: float) -> None:
     ranks = _dp_ranks(ctx.server)
     for bucket in buckets:
-        min_length, min_rate = _floor(length, bucket), _floor(rate, bucket)
+        min_length, min_rate = floor_of(length, bucket), floor_of(rate, bucket)
         if min_length is None and min_rate is None:
             continue
         for rank in ranks:
@@ -252,12 +206,12 @@ def _measure_acceptance(ctx: GateContext, out: GateOutcome, buckets: list[int | 
             source = f"meta_info of {samples} greedy /generate requests of {output_len} tokens{prompts}{pinned}"
             out.checks += _acceptance_checks(sample, min_length, min_rate, source, bucket, rank)
             if sample.failed:
-                out.notes.append(f"{len(sample.failed)} sampled request(s){_where(bucket, rank)} failed: "
+                out.notes.append(f"{len(sample.failed)} sampled request(s){bucket_label(bucket, rank)} failed: "
                                  f"{', '.join(sample.failed[:3])}")
     out.context["server's figures"] = _server_side(ctx.server)
 
 
-@rules(AnyOf(_FLOORS), Relation(_bucket_problem))
+@rules(AnyOf(FLOORS), Relation(bucket_problem))
 def run_marker(
     ctx: GateContext,
     *,
@@ -290,13 +244,13 @@ def run_marker(
     out.context["speculation"] = f"{algorithm} ({_flags(ctx.server)})"
     given = {"context_lens": context_lens, "min_accept_length": min_accept_length,
              "min_accept_rate": min_accept_rate, "min_speedup": min_speedup}
-    buckets: list[int | None] = list(_buckets(given)) or [None]
+    buckets: list[int | None] = list(bucket_lens(given)) or [None]
     if min_accept_length is not None or min_accept_rate is not None:
         _measure_acceptance(ctx, out, buckets, min_accept_length, min_accept_rate, samples, output_len,
                             request_timeout_s or _SAMPLE_TIMEOUT_S)
     loads = []
     for bucket in buckets:
-        minimum = _floor(min_speedup, bucket)
+        minimum = floor_of(min_speedup, bucket)
         if minimum is not None:
             spec = load_spec(requests=requests, concurrency=concurrency, request_rate=None,
                              input_len=bucket or input_len, output_len=output_len, api="native",
