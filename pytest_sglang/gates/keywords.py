@@ -28,10 +28,10 @@ from pytest_sglang.errors import ConfigError
 
 __all__ = [
     "Above", "Always", "AnyOf", "AtLeast", "AtMost", "Below", "Checks", "Count", "CountOrWord", "EachOneOf",
-    "Excludes", "Fraction", "Keyword", "KeywordError",
+    "Excludes", "Fraction", "IntList", "Keyword", "KeywordError",
     "NotBelow",
-    "OneOf", "OptionalCount", "Requires", "Seconds", "Threshold", "UrlPath", "check", "declared", "marker_problem",
-    "rules", "sglang_choices", "signature_text",
+    "OneOf", "OptionalCount", "Relation", "Requires", "Seconds", "Threshold", "UrlPath", "check", "declared",
+    "marker_problem", "rules", "sglang_choices", "signature_text",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -231,8 +231,13 @@ def sglang_choices(flag: str) -> OneOf:
 
 
 # ---- one keyword, read from the signature --------------------------------------------------------
+class IntList(list[int]):
+    """The type of a ``list[int]`` keyword (``context_lens=[1024, 32768]``): a non-empty list of whole numbers."""
+
+
 _TYPE_TEXT = {bool: "True or False", int: "a whole number", float: "a number", str: "a string",
-              list: "a list of strings"}
+              list: "a list of strings", IntList: "a non-empty list of whole numbers",
+              dict: "a non-empty mapping {context tokens: number}"}
 
 
 @dataclass(frozen=True)
@@ -278,7 +283,7 @@ class Keyword:
             return f"must be {self.requirement}, not {_kind(value)}"
         if isinstance(value, float) and not math.isfinite(value):
             return f"must be {self.requirement}, not {value}"
-        if not all(c.ok(value) for c in self.constraints):
+        if not all(c.ok(item) for c in self.constraints for item in _items(value)):
             names = [c for c in self.constraints if isinstance(c, EachOneOf)]
             return names[0].why(value) if names else f"must be {self.requirement}"
         return None
@@ -298,8 +303,13 @@ class Keyword:
         return f"give {self.name} {self.requirement}{leave}"
 
     def _type_ok(self, value: object) -> bool:
-        if isinstance(value, (list, tuple)):  # the one container a keyword may be: a list of strings
-            return list in self.types and all(isinstance(v, str) for v in value)
+        if isinstance(value, (list, tuple)):  # a list of strings, or a non-empty list of whole numbers
+            if list in self.types and all(isinstance(v, str) for v in value):
+                return True
+            return IntList in self.types and bool(value) and all(_whole(v) for v in value)
+        if isinstance(value, dict):  # {whole number: number}, e.g. a floor per context length
+            return dict in self.types and bool(value) and all(
+                _whole(k) and _number(v) for k, v in value.items())
         if isinstance(value, bool):  # bool is an int subclass: True is not a threshold
             return bool in self.types
         if isinstance(value, int):
@@ -309,6 +319,23 @@ class Keyword:
     def text(self) -> str:
         default = "" if self.required else f" = {self.default!r}"
         return f"{self.name}: {self.annotation}{default}"
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _items(value: object) -> list[object]:
+    """What a constraint judges: each number of a list or mapping, else the value itself."""
+    if isinstance(value, dict):
+        return list(value.values())
+    if isinstance(value, (list, tuple)) and all(_whole(v) for v in value):
+        return list(value)
+    return [value]
 
 
 def _kind(value: object) -> str:
@@ -335,15 +362,17 @@ def _split(hint: Any) -> tuple[Any, tuple[Constraint, ...]]:
 def _types(base: Any, name: str) -> tuple[type, ...]:
     members = get_args(base) if get_origin(base) in (Union, types.UnionType) else (base,)
     # ``list[str]``: a list (or tuple) of strings, e.g. sglang_fleet(ignore=[...]); the one container allowed.
-    members = tuple(list if get_origin(m) is list and get_args(m) == (str,) else m for m in members)
-    allowed = (bool, int, float, str, list, type(None))
+    members = tuple(list if get_origin(m) is list and get_args(m) == (str,) else
+                    IntList if get_origin(m) is list and get_args(m) == (int,) else
+                    dict if get_origin(m) is dict and get_args(m) == (int, float) else m for m in members)
+    allowed = (bool, int, float, str, list, IntList, dict, type(None))
     if not all(m in allowed for m in members):
         raise TypeError(f"marker keyword {name!r}: declare it as a union of {allowed} (got {base!r})")
     return tuple(members)
 
 
 def _annotation_text(kinds: Sequence[type]) -> str:
-    shown = {type(None): "None", list: "list[str]"}
+    shown = {type(None): "None", list: "list[str]", IntList: "list[int]", dict: "dict[int, float]"}
     return " | ".join(shown.get(t, t.__name__) for t in kinds)
 
 
@@ -460,7 +489,17 @@ class Below:
                 f"lower {self.keyword} below {theirs:g}, or raise {self.other} above {mine:g}")
 
 
-Rule = Requires | AnyOf | Always | NotBelow | Excludes | Below
+@dataclass(frozen=True)
+class Relation:
+    """A relation of a gate's own between its keywords: ``judge(values)`` gives (shown, problem, fix) or None."""
+
+    judge: Callable[[Mapping[str, object]], tuple[dict[str, object], str, str] | None]
+
+    def problem(self, values: Mapping[str, object]) -> tuple[dict[str, object], str, str] | None:
+        return self.judge(values)
+
+
+Rule = Requires | AnyOf | Always | NotBelow | Excludes | Below | Relation
 #: The declaration of what a gate checks: every gate has exactly one.
 Checks = AnyOf | Always
 _RULES: dict[Callable[..., Any], tuple[Rule, ...]] = {}

@@ -71,6 +71,9 @@ def disruptions_of_marker(name: str, kwargs: Mapping[str, object], signature: in
         found.append(f"holds a load on it for duration_s={kwargs.get('duration_s', duration)} s (a soak)")
     if name in _LOADS and kwargs.get("load", True):
         values = {p.name: p.default for p in signature.parameters.values()} | dict(kwargs)
+        lens = values.get("context_lens")  # sglang_speculative runs its load once per context length
+        if isinstance(lens, (list, tuple)) and lens and all(isinstance(n, int) for n in lens):
+            values["input_len"], values["repeats"] = max(lens), len(lens)
         # sglang_slo sends up to max_requests over its concurrency steps: count the most it may send.
         figures = [values.get("requests", values.get("max_requests")), values.get("input_len"),
                    values.get("output_len"), values.get("repeats", 1)]

@@ -176,6 +176,9 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
     if settings is not None:  # an attached server's owner consents to cache flushes and heavy loads
         _require_consent(request, server, marks, settings.sglang_heavy_load)
     runner = load_runner(request, server)
+    from pytest_sglang.plugin.profile_failure import SERVER_KEY
+
+    request.node.stash[SERVER_KEY] = server  # --sglang-profile-on-failure profiles it if a gate fails
     ctx = GateContext(server=server, load=runner, factory=request.getfixturevalue("sglang_server_factory"),
                       nodeid=request.node.nodeid, eval_data=settings.sglang_eval_data if settings else None,
                       write=terminal_write(request.config, visible=True),
@@ -271,7 +274,11 @@ def assert_gates(item: pytest.Item) -> None:
             failed.append(recorded)
         cannot += recorded.unchecked
     if failed:
-        raise GateFailed(redaction.scrub("\n\n".join(o.message() for o in failed)))
+        from pytest_sglang.plugin.profile_failure import profile_failed
+
+        profile = profile_failed(item, failed)
+        messages = [o.message() for o in failed] + ([profile] if profile else [])
+        raise GateFailed(redaction.scrub("\n\n".join(messages)))
     if cannot:  # the third verdict: neither a pass that could not have failed nor a red (reports show why)
         pytest.skip(redaction.scrub("baseline: " + "; ".join(cannot) + " (--sglang-strict makes it fail)"))
 

@@ -273,6 +273,9 @@ OPTIONS: tuple[Option, ...] = (
            "or that ran but could not judge (a probe too slow to fail in the load; a baseline comparison whose noise "
            "exceeds the limit: 'cannot judge') or check (weights unread)",
            parse=parse_bool, kind="flag", default=False),
+    Option("sglang_profile_on_failure", "when a throughput, SLO or baseline gate fails, profile a short window with "
+           "SGLang's profiler (/start_profile, /stop_profile) into DIR and link the trace in every report "
+           "(an attached server also needs --sglang-allow-disruptive)", metavar="DIR"),
     Option("sglang_suggest_floors", "run the sglang_throughput markers measure-only and print (and write as JSON) "
            "the floors that would hold, with a margin (--sglang-suggest-floors-margin)", parse=parse_bool,
            kind="flag", default=False),

@@ -42,6 +42,9 @@ def check_output_paths(settings: Settings, invocation_dir: Path | None = None) -
         _check_file(os.environ["GITHUB_STEP_SUMMARY"], "env GITHUB_STEP_SUMMARY", "the Markdown summary")
     if settings.sglang_log_dir is not None:
         _check_dir(settings.sglang_log_dir, _where(settings, "sglang_log_dir"))
+    if settings.sglang_profile_on_failure is not None:
+        _check_dir(settings.sglang_profile_on_failure, _where(settings, "sglang_profile_on_failure"),
+                   "the profiler traces of failed gates")
     if settings.sglang_suggest_floors:
         _check_floors(floors_path(settings, invocation_dir or Path.cwd()), _where(settings, "sglang_suggest_floors"))
 
@@ -65,9 +68,9 @@ def _check_floors(path: Path, where: str) -> None:
                           "to it, as PATH with the suffix .floors.json)") from None
 
 
-def _check_dir(text: str, where: str) -> None:
+def _check_dir(text: str, where: str, what: str = "the server logs") -> None:
     path = Path(text)
-    fix = f"give {where} a writable directory (or one that can be created) for the server logs"
+    fix = f"give {where} a writable directory (or one that can be created) for {what}"
     if path.exists() and not path.is_dir():
         raise ConfigError(where, text, "is a file, not a directory", fix)
     check_creatable(path, option=where, value=text, fix=fix)

@@ -123,6 +123,7 @@ class Settings:
     sglang_allow_disruptive: bool
     sglang_heavy_load: int
     sglang_strict: bool
+    sglang_profile_on_failure: str | None
     sglang_suggest_floors: bool
     sglang_suggest_floors_margin: float
     #: Where each non-default value came from ("cli", "env PYTEST_SGLANG_URL", "ini").

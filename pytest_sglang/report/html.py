@@ -49,6 +49,8 @@ def _render(report: Mapping[str, Any]) -> str:
               for t in report.get("tests", []) for n in text.passed_baseline_notes(t)),
             *(f'<p class="note"><code>{escape(t["nodeid"])}</code> not checked: {escape(n)}</p>'
               for t in report.get("tests", []) for n in text.unchecked_notes(t)),
+            *(f'<p class="note"><code>{escape(t["nodeid"])}</code> {escape(n)}</p>'
+              for t in report.get("tests", []) for n in text.profile_notes(t)),
             "<h2>Gates</h2>", _gates(report.get("records", [])),
             '<h2>Throughput against concurrency</h2><div class="charts">', _throughput(report), "</div>",
             '<h2>Latency distributions</h2><div class="charts">', *_cdfs(report), "</div>",

@@ -35,6 +35,7 @@ def render(report: Mapping[str, Any]) -> str:
               for test in report.get("tests", []) for note in text.passed_baseline_notes(test)]
     lines += [f"> `{test['nodeid']}` not checked: {note}"
               for test in report.get("tests", []) for note in text.unchecked_notes(test)]
+    lines += [f"> `{test['nodeid']}` {note}" for test in report.get("tests", []) for note in text.profile_notes(test)]
     # Server-provided text (model names, error bodies) must not smuggle escape sequences into a log.
     return clean_text("\n".join(lines).rstrip()) + "\n"
 

@@ -116,6 +116,8 @@ def _table(report: Mapping[str, Any]) -> list[str]:
             lines += textwrap.wrap(note, width=WIDTH, initial_indent="    note: ", subsequent_indent="      ")
         for note in text.unchecked_notes(test):
             lines += textwrap.wrap(note, width=WIDTH, initial_indent="    not checked: ", subsequent_indent="      ")
+        for note in text.profile_notes(test):
+            lines += textwrap.wrap(note, width=WIDTH, initial_indent="    ", subsequent_indent="      ")
         lines += _workload_lines(test.get("loads") or [])
     if len(lines) == 1:
         lines.append("  (no gate checks were recorded)")

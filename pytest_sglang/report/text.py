@@ -161,6 +161,12 @@ def passed_baseline_notes(test: Mapping[str, Any]) -> list[str]:
             for note in gate.get("notes") or []]
 
 
+def profile_notes(test: Mapping[str, Any]) -> list[str]:
+    """The profiler trace a failed performance gate left (``--sglang-profile-on-failure``), or why it did not."""
+    line = (test.get("properties") or {}).get("sglang.profile")
+    return [str(line)] if line else []
+
+
 def unchecked_notes(test: Mapping[str, Any]) -> list[str]:
     """``fleet: worker 1 (...): weights not compared (...)``: what a test's gates could not check.
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
-from pytest_sglang.simulator import handlers, loads, metrics, payloads, pd, speculative, weights
+from pytest_sglang.simulator import handlers, loads, metrics, payloads, pd, profiler, speculative, weights
 from pytest_sglang.simulator.handlers import json_response
 from pytest_sglang.simulator.request import Request
 from pytest_sglang.simulator.sink import Sink
@@ -26,6 +26,8 @@ ADMIN = (
     "/continue_generation",
     "/abort_request",
     "/freeze_gc",
+    "/start_profile",
+    "/stop_profile",
 )
 STATE: web.AppKey[State] = web.AppKey("state", State)
 #: Marks a response sent without a Content-Type header (aiohttp would add application/octet-stream).
@@ -152,9 +154,9 @@ async def server_info(request: web.Request) -> web.Response:
         last_gen_throughput=state.engine.stats.last_gen_throughput,
     )
     pd.annotate_server_info(state, body)  # a prefill/decode worker's resolved PD fields
-    if state.engine.spec is not None:  # avg_spec_accept_length, per DP rank (one shared engine here)
-        for item in body.get("internal_states") or ():
-            item.update(speculative.server_info_fields(state.engine.spec))
+    if state.engine.spec is not None:  # avg_spec_accept_length, each DP rank's own
+        for rank, item in enumerate(body.get("internal_states") or ()):
+            item.update(speculative.server_info_fields(state.engine.spec, rank))
     mode = state.cfg.faults.server_info
     if mode == "not-json":
         return web.Response(text="<html><body>Internal Server Error</body></html>", content_type="text/html")
@@ -307,4 +309,5 @@ def build_app(state: State) -> web.Application:
     r.add_post("/v1/chat/completions", lambda q: handlers.openai(q.app[STATE], q, chat=True))
     pd.install(app, state)  # --disaggregation-mode prefill|decode: bootstrap server, KV hand-off
     weights.install(app, state)  # /weights_checker: checksums of the (simulated) loaded weights
+    profiler.install(app, state)  # /start_profile, /stop_profile: a small trace file per window
     return app

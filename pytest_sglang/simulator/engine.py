@@ -193,7 +193,7 @@ class Engine:
         tokens = 0
         for i, req in enumerate(batch):
             # speculative decoding: the accepted drafts and the bonus token, emitted one by one
-            planned = 1 + (spec.draw() if spec is not None else 0)
+            planned = 1 + (spec.draw(req) if spec is not None else 0)
             produced, done = 0, False
             while produced < planned and not done and not (produced and req.sink.closed):
                 first = not req.out_ids

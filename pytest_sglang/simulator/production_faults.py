@@ -6,6 +6,12 @@
                              each step still pays for the drafts (slower than without speculation)
 ``spec-slow``                acceptance is as configured but each verify step costs as much as the
                              tokens it accepts: no speedup over decoding without speculation
+``spec-decay-after:TOKENS``  a request's drafts are accepted with probability 0.15 once its context
+                             (prompt + generated) passes TOKENS tokens: speculation helps short prompts
+                             only (sglang#30763: MTP's accept rate 0.19 beyond 32K of context)
+``spec-rank-low:K``          requests on data-parallel rank K (pinned by ``routed_dp_rank``, or dealt to
+                             it round-robin) accept drafts with probability 0.15 (sglang#16274: EAGLE's
+                             accept length 2.35 -> 1.48 with DP attention)
 ``health-under-load:S``      while requests are running, ``/health`` answers S (simulated) seconds later
                              (the health generation waits behind long prefills, sglang#22511)
 ``stalled-dp-rank:K``        data-parallel rank K never produces a token; ``/health`` stays 200
@@ -24,6 +30,8 @@
 ``weights-checker:MODE``     ``/weights_checker`` gives no checksum: ``garbage`` (HTML), ``huge`` (a 100 MB
                              body), ``unauthorized`` (401), ``hang`` (never answers), ``wrong-types`` (JSON
                              of the wrong shape) or ``failure`` (400, ``success: false``)
+``no-profile-route``         no ``/start_profile`` or ``/stop_profile`` route (404): a server whose profiler
+                             cannot be driven over HTTP
 ``template-tokens:N``        every prompt is N tokens longer than the client sent (a chat template or
                              special tokens added again): the server computes, and reports as
                              ``prompt_tokens``, tokens the client never meant to send
@@ -39,14 +47,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 PRODUCTION_KINDS = ("corrupt-weights", "spec-collapse", "spec-slow", "health-under-load", "stalled-dp-rank", "leak",
-                    "kv-leak", "stall-after", "weights-checker", "template-tokens")
+                    "kv-leak", "stall-after", "weights-checker", "template-tokens", "spec-decay-after", "spec-rank-low",
+                    "no-profile-route")
 #: How ``/weights_checker`` fails under ``weights-checker:MODE``.
 WEIGHTS_CHECKER_MODES = ("garbage", "huge", "unauthorized", "hang", "wrong-types", "failure")
 #: A leak beyond this many MB a minute is a typo (1 GB a second), not a slow leak.
 MAX_LEAK_MB_PER_MIN = 60_000.0
 #: More added tokens than this is a typo, not a template.
 MAX_TEMPLATE_TOKENS = 100_000
-_SWITCHES = ("corrupt-weights", "spec-collapse", "spec-slow")
+#: Longer contexts than any model serves (as LoadSpec's MAX_LEN).
+MAX_CONTEXT_TOKENS = 1_048_576
+_SWITCHES = ("corrupt-weights", "spec-collapse", "spec-slow", "no-profile-route")
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,9 @@ class ProductionFaults:
     stalled_dp_rank: int | None = None
     leak_mb_per_min: float = 0.0
     kv_leak_tokens: int = 0
+    spec_decay_after: int | None = None
+    no_profile_route: bool = False
+    spec_rank_low: int | None = None
     stall_after: int | None = None
     weights_checker: str | None = None
     template_tokens: int = 0
@@ -99,9 +113,19 @@ def check_production_fault(spec: str) -> str:
         if not arg.isdigit() or not 0 < int(arg) <= MAX_TEMPLATE_TOKENS:
             raise _bad(spec, f"template-tokens needs a whole number of tokens from 1 to {MAX_TEMPLATE_TOKENS:,} "
                              "added to every prompt, e.g. template-tokens:12")
+    elif kind in ("spec-decay-after", "spec-rank-low"):
+        _check_spec_fault(spec, kind, arg)
     else:
         raise _bad(spec, f"unknown fault kind {kind!r}; choose one of {', '.join(PRODUCTION_KINDS)}")
     return spec
+
+
+def _check_spec_fault(spec: str, kind: str, arg: str) -> None:
+    if kind == "spec-decay-after" and (not arg.isdigit() or not 0 < int(arg) <= MAX_CONTEXT_TOKENS):
+        raise _bad(spec, f"spec-decay-after needs a whole number of context tokens from 1 to {MAX_CONTEXT_TOKENS:,} "
+                         "beyond which drafts are rarely accepted, e.g. spec-decay-after:4096")
+    if kind == "spec-rank-low" and not arg.isdigit():
+        raise _bad(spec, "spec-rank-low needs a rank number, e.g. spec-rank-low:1 (with --dp-size 2)")
 
 
 def _check_leak(spec: str, arg: str) -> None:
@@ -129,7 +153,8 @@ def parse_production_faults(specs: Iterable[str]) -> ProductionFaults:
         if kind in _SWITCHES:
             out = replace(out, corrupt_weights=out.corrupt_weights or kind == "corrupt-weights",
                           spec_collapse=out.spec_collapse or kind == "spec-collapse",
-                          spec_slow=out.spec_slow or kind == "spec-slow")
+                          spec_slow=out.spec_slow or kind == "spec-slow",
+                          no_profile_route=out.no_profile_route or kind == "no-profile-route")
         elif kind == "health-under-load":
             out = replace(out, health_under_load_s=float(arg))
         elif kind == "leak":
@@ -142,6 +167,10 @@ def parse_production_faults(specs: Iterable[str]) -> ProductionFaults:
             out = replace(out, weights_checker=arg)
         elif kind == "template-tokens":
             out = replace(out, template_tokens=int(arg))
+        elif kind == "spec-decay-after":
+            out = replace(out, spec_decay_after=int(arg))
+        elif kind == "spec-rank-low":
+            out = replace(out, spec_rank_low=int(arg))
         else:
             out = replace(out, stalled_dp_rank=int(arg))
     return out

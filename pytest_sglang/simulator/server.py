@@ -172,6 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if engine.stalled_rank is not None and engine.stalled_rank >= args.dp_size:  # would stall nothing
         raise SystemExit(f"--sim-fault stalled-dp-rank:{engine.stalled_rank}: no such rank with --dp-size "
                          f"{args.dp_size} (ranks 0 to {args.dp_size - 1}); add --dp-size {engine.stalled_rank + 1}")
+    low_rank = cfg.faults.production.spec_rank_low
+    if low_rank is not None and low_rank >= args.dp_size:  # would lower nothing
+        raise SystemExit(f"--sim-fault spec-rank-low:{low_rank}: no such rank with --dp-size {args.dp_size} (ranks 0 "
+                         f"to {args.dp_size - 1}); add --dp-size {low_rank + 1}")
     state = State(
         cfg=cfg,
         engine=engine,

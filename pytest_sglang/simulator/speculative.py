@@ -20,7 +20,10 @@ What 0.5.23 reports, read against its code:
 
 Faults (:mod:`.production_faults`): ``spec-collapse`` accepts no draft (length 1.00, each step still
 pays for the drafts); ``spec-slow`` keeps the acceptance but makes each step cost as much as the
-tokens it yields (no speedup).
+tokens it yields (no speedup); ``spec-decay-after:TOKENS`` accepts each draft with probability
+:data:`LOW_ACCEPT_P` once the request's context (prompt + generated) passes TOKENS; ``spec-rank-low:K``
+does so for the requests on DP rank K (pinned by ``routed_dp_rank``, else dealt round-robin), and
+``/server_info`` then reports each rank's own ``avg_spec_accept_length``.
 """
 
 from __future__ import annotations
@@ -40,11 +43,15 @@ ALGORITHMS = {"EAGLE": 0.7, "EAGLE3": 0.8, "NEXTN": 0.75, "STANDALONE": 0.6, "NG
 _DRAFT_PASS_COST = 0.08
 _VERIFY_COST = 0.03
 _KEY = "spec"  # Request.extra key of the per-request counters
+#: A draft's acceptance probability under the decay and low-rank faults (accept length about 1.2 with 3
+#: drafts; sglang#30763 saw an accept rate of 0.19 beyond 32K tokens).
+LOW_ACCEPT_P = 0.15
 
 
 @dataclass
 class _Counters:
     drafts: int
+    rank: int = 0
     verify_ct: int = 0
     correct: int = 0
     histogram: list[int] = field(default_factory=list)
@@ -58,6 +65,10 @@ class Speculation:
     draft_tokens: int
     accept_p: float
     slow: bool = False
+    #: faults: the context length beyond which drafts are rarely accepted; the DP rank that rarely accepts
+    decay_after: int | None = None
+    low_rank: int | None = None
+    dp_size: int = 1
     rng: random.Random = field(default_factory=random.Random)
     #: since the start, for avg_spec_accept_length and spec_verify_calls_total
     verify_total: int = 0
@@ -66,6 +77,9 @@ class Speculation:
     last_length: float = 0.0
     last_rate: float = 0.0
     _batch: list[int] = field(default_factory=lambda: [0, 0, 0])  # verifies, tokens, correct drafts
+    #: per DP rank since the start: [verify steps, tokens]
+    per_rank: dict[int, list[int]] = field(default_factory=dict)
+    _next_rank: int = 0
 
     @property
     def drafts(self) -> int:
@@ -81,20 +95,40 @@ class Speculation:
         passes = 0 if self.algorithm == "NGRAM" else max(1, self.num_steps)
         return 1 + _DRAFT_PASS_COST * passes + _VERIFY_COST * self.drafts
 
-    def draw(self) -> int:
-        """Drafts accepted in one step: each in turn with ``accept_p``, until one is rejected."""
+    def draw(self, req: Request | None = None) -> int:
+        """Drafts accepted in one step: each in turn with ``accept_p`` (this request's), until one is rejected."""
+        p = self.accept_p if req is None else self._accept_p(req)
         n = 0
-        while n < self.drafts and self.rng.random() < self.accept_p:
+        while n < self.drafts and self.rng.random() < p:
             n += 1
         return n
+
+    def _counters(self, req: Request) -> _Counters:
+        counters = req.extra.get(_KEY)
+        if not isinstance(counters, _Counters):
+            rank = req.routed_dp_rank
+            if rank is None:  # 0.5.23's default round-robin balancer
+                rank, self._next_rank = self._next_rank % max(1, self.dp_size), self._next_rank + 1
+            counters = req.extra[_KEY] = _Counters(self.drafts, rank)
+        return counters
+
+    def _accept_p(self, req: Request) -> float:
+        if self.low_rank is not None and self._counters(req).rank == self.low_rank:
+            return min(self.accept_p, LOW_ACCEPT_P)
+        context = len(req.prompt_ids) + len(req.out_ids)
+        if self.decay_after is not None and context > self.decay_after:
+            return min(self.accept_p, LOW_ACCEPT_P)
+        return self.accept_p
 
     def begin_batch(self) -> None:
         self._batch = [0, 0, 0]
 
     def verified(self, req: Request, produced: int) -> None:
         """One verify step of ``req`` that produced ``produced`` tokens (accepted drafts + bonus)."""
-        counters = req.extra.setdefault(_KEY, _Counters(self.drafts))
-        assert isinstance(counters, _Counters)
+        counters = self._counters(req)
+        mine = self.per_rank.setdefault(counters.rank, [0, 0])
+        mine[0] += 1
+        mine[1] += produced
         correct = max(0, produced - 1)
         counters.verify_ct += 1
         counters.correct += correct
@@ -134,6 +168,7 @@ def from_config(cfg: SimConfig) -> Speculation | None:
     faults = cfg.faults.production
     p = 0.0 if faults.spec_collapse else ALGORITHMS.get(algorithm, 0.6)
     return Speculation(algorithm, steps, topk, max(1, draft), p, slow=faults.spec_slow,
+                       decay_after=faults.spec_decay_after, low_rank=faults.spec_rank_low, dp_size=cfg.args.dp_size,
                        rng=random.Random(cfg.random_seed))
 
 
@@ -155,8 +190,9 @@ def meta_fields(req: Request, completion_tokens: int) -> dict[str, Any]:
     }
 
 
-def server_info_fields(spec: Speculation) -> dict[str, Any]:
-    """``internal_states[i]`` fields: the average since the start (absent before the first verify)."""
-    if spec.verify_total <= 0:
+def server_info_fields(spec: Speculation, rank: int) -> dict[str, Any]:
+    """``internal_states[rank]`` fields: that rank's average since the start (absent before its first verify)."""
+    verifies, tokens = spec.per_rank.get(rank, (0, 0))
+    if verifies <= 0:
         return {}
-    return {"avg_spec_accept_length": spec.tokens_total / spec.verify_total}
+    return {"avg_spec_accept_length": tokens / verifies}

@@ -12,6 +12,7 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.keywords import (
+    Above,
     AnyOf,
     AtLeast,
     AtMost,
@@ -112,11 +113,29 @@ def test_check_raises_a_keyword_error_that_is_a_config_error() -> None:
 
 
 def test_an_unsupported_annotation_is_a_declaration_error() -> None:
-    def gate(ctx: object, *, items: list[int] | None = None) -> GateOutcome:
+    def gate(ctx: object, *, items: list[float] | None = None) -> GateOutcome:
         return GateOutcome("x")
 
     with pytest.raises(TypeError, match="marker keyword 'items': declare it as a union of"):
         declared(gate)
+
+
+def test_a_list_of_whole_numbers_and_a_mapping_of_floors_are_checked_item_by_item() -> None:
+    def gate(ctx: object, *, lens: Annotated[list[int] | None, AtLeast(1)] = None,
+             floor: Annotated[float | dict[int, float] | None, Above(1)] = None) -> GateOutcome:
+        return GateOutcome("x")
+
+    keywords = declared(gate).keywords
+    lens, floor = keywords["lens"], keywords["floor"]
+    assert lens.problem([1024, 32768]) is None and floor.problem({1024: 2.5, 32768: 1.5}) is None
+    assert floor.problem(2.0) is None
+    assert lens.problem([0]) == "must be a non-empty list of whole numbers >= 1"
+    for bad in ([], [True], [1.5], ["1k"], {1: 2}):
+        assert lens.problem(bad) is not None, bad
+    for bad in ({}, {1024: 1.0}, {"1k": 2.0}, {True: 2.0}, {1024: float("nan")}, {1024: "2"}, [2.0]):
+        assert floor.problem(bad) is not None, bad
+    assert floor.requirement == "a number or a non-empty mapping {context tokens: number} > 1"
+    assert lens.text() == "lens: list[int] | None = None"
 
 
 def _result() -> LoadResult:

@@ -26,6 +26,8 @@ def _actions(marker: str, **kwargs: object) -> list[str]:
     ("sglang_throughput", {"requests": 128, "input_len": 4000, "output_len": 512, "repeats": 3},
      "sends 1,732,608 tokens of load"),
     ("sglang_slo", {"min_concurrency": 1}, "sends 1,280,000 tokens of load"),  # max_requests=2000 x (512 + 128)
+    # one load per context length: 64 requests x (32,768 + 128) x 2 lengths
+    ("sglang_speculative", {"min_speedup": 1.2, "context_lens": [1024, 32768]}, "sends 4,210,688 tokens of load"),
 ])
 def test_disruptive_settings_are_named(marker: str, kwargs: dict[str, object], says: str) -> None:
     actions = _actions(marker, **kwargs)
