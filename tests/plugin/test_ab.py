@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from typing import Any
 
 import psutil
 import pytest
@@ -32,13 +33,14 @@ def _launches_left_running(pytester: pytest.Pytester) -> list[psutil.Process]:
 
 def _run(pytester: pytest.Pytester, *flags: str) -> pytest.RunResult:
     pytester.copy_example("test_ab_fixture.py")
-    return pytester.runpytest_subprocess("--sglang-simulate", "-s", "-rs", "-p", "no:cacheprovider", "--junitxml=junit.xml",
-                                         "--sglang-report=r.json", "--sglang-markdown=r.md", *flags)
+    return pytester.runpytest_subprocess("--sglang-simulate", "-s", "-rs", "-p", "no:cacheprovider",
+                                         "--junitxml=junit.xml", "--sglang-report=r.json", "--sglang-markdown=r.md",
+                                         *flags)
 
 
-def _ab_outcome(pytester: pytest.Pytester) -> dict[str, object]:
+def _ab_outcome(pytester: pytest.Pytester) -> dict[str, Any]:
     root = ET.parse(pytester.path / "junit.xml").getroot()
-    found = [json.loads(p.get("value") or "{}") for p in root.iter("property") if p.get("name") == "sglang_outcome"]
+    found: list[dict[str, Any]] = [json.loads(p.get("value") or "{}") for p in root.iter("property") if p.get("name") == "sglang_outcome"]
     outcomes = [o for o in found if o.get("gate") == "ab"]
     assert len(outcomes) == 1, found
     return outcomes[0]
@@ -58,10 +60,10 @@ def test_a_a_with_launch_jitter_is_never_red(pytester: pytest.Pytester, seed: st
         result.stdout.fnmatch_lines(["*sglang_ab could not judge: *cannot judge a 5% change at this noise; about * "
                                      "launches per side would (power 0.95)*"])
     outcome = _ab_outcome(pytester)
-    judged = {c["metric"] for c in outcome["checks"]}  # type: ignore[index,union-attr]
-    unjudged = {line.split(":")[0] for line in outcome.get("unchecked", [])}  # type: ignore[union-attr]
+    judged = {c["metric"] for c in outcome["checks"]}
+    unjudged = {line.split(":")[0] for line in outcome.get("unchecked", [])}
     assert judged | unjudged == {"output_throughput", "median_ttft_ms", "p99_ttft_ms", "median_itl_ms"}
-    assert all(c["passed"] for c in outcome["checks"])  # type: ignore[index,union-attr]
+    assert all(c["passed"] for c in outcome["checks"])
     # 6 launches, each stopped before the next started, none left running.
     assert len((pytester.path / "launches.txt").read_text().splitlines()) == 6
     assert not _launches_left_running(pytester)
@@ -76,7 +78,7 @@ def test_a_slower_b_is_red_on_the_paired_differences(pytester: pytest.Pytester) 
                                  "*output_throughput: B vs A +*% regression, interval [[]+*%, +*%] over 3 pairs * "
                                  "beyond the 5% limit and beyond the noise*"])
     result.stdout.fnmatch_lines(["*order: alternate (seed 0): AB BA AB*"])
-    checks = {c["metric"]: c for c in _ab_outcome(pytester)["checks"]}  # type: ignore[union-attr]
+    checks = {c["metric"]: c for c in _ab_outcome(pytester)["checks"]}
     assert not checks["output_throughput"]["passed"] and checks["output_throughput"]["measured"] > 5
     report = json.loads((pytester.path / "r.json").read_text())
     assert "ab" in json.dumps(report) and "output_throughput" in (pytester.path / "r.md").read_text()
