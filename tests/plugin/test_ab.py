@@ -40,7 +40,8 @@ def _run(pytester: pytest.Pytester, *flags: str) -> pytest.RunResult:
 
 def _ab_outcome(pytester: pytest.Pytester) -> dict[str, Any]:
     root = ET.parse(pytester.path / "junit.xml").getroot()
-    found: list[dict[str, Any]] = [json.loads(p.get("value") or "{}") for p in root.iter("property") if p.get("name") == "sglang_outcome"]
+    found: list[dict[str, Any]] = [json.loads(p.get("value") or "{}") for p in root.iter("property")
+                                   if p.get("name") == "sglang_outcome"]
     outcomes = [o for o in found if o.get("gate") == "ab"]
     assert len(outcomes) == 1, found
     return outcomes[0]
