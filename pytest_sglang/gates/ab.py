@@ -32,6 +32,7 @@ from pytest_sglang.fleet.launch import FleetSpec, launch_fleet
 from pytest_sglang.gates.base import Check, GateOutcome
 from pytest_sglang.gates.paired import MIN_PAIRS, PairedVerdict, judge_paired
 from pytest_sglang.loadgen import LoadResult, LoadSpec
+from pytest_sglang.loadgen.launch_noise import ALPHA, CANNOT_JUDGE, POWER
 from pytest_sglang.server.config import LaunchConfig
 from pytest_sglang.server.start import launch
 
@@ -155,17 +156,14 @@ def run_ab(a: ABSide, b: ABSide, spec: LoadSpec, load: LoadFn, *, launches: int,
     for pair, sequence in enumerate(pair_orders(launches, order, seed)):
         pair_spec = spec.replace(seed=spec.seed + pair)  # the same prompts for both launches of the pair
         for position, label in enumerate(sequence):
-            left = deadline_s - (time.monotonic() - started)
-            if left <= 0:
-                raise LoadGenError(f"the A/B run's deadline ({deadline_s:g} s) passed after {len(run.launches)} "
-                                   f"of {2 * launches} launches; give it more time or fewer launches per side")
+            left = _left(deadline_s, started, len(run.launches), launches)
             side = sides[label]
             index = 2 * pair + position
             config, sim_seed = with_sim_seed(side.config, seed * 10_000 + index)
             config = dataclasses.replace(config, startup_timeout_s=min(config.startup_timeout_s, left))
             with launched(side, config) as handle:
-                left = deadline_s - (time.monotonic() - started)
-                timed = pair_spec.replace(load_timeout_s=min(pair_spec.load_timeout_s or left, max(left, 1.0)))
+                left = _left(deadline_s, started, len(run.launches), launches)
+                timed = pair_spec.replace(load_timeout_s=min(pair_spec.load_timeout_s or left, left))
                 result = load(handle, timed)
             figures = figures_of(result, metrics)
             run.launches.append(LaunchFigures(label, pair, position, figures, sim_seed))
@@ -176,8 +174,17 @@ def run_ab(a: ABSide, b: ABSide, spec: LoadSpec, load: LoadFn, *, launches: int,
     return run
 
 
-def judge_run(run: ABRun, limits: Mapping[str, float], *, alpha: float = 0.05,
-              power: float = 0.95) -> list[PairedVerdict]:
+def _left(deadline_s: float, started: float, done: int, launches: int) -> float:
+    """Seconds left of the run's one deadline; past it, a :class:`LoadGenError` saying how far the run got."""
+    left = deadline_s - (time.monotonic() - started)
+    if left <= 0:
+        raise LoadGenError(f"the A/B run's deadline ({deadline_s:g} s) passed after {done} of {2 * launches} "
+                           "launches; give it more time (timeout_s=) or fewer launches per side")
+    return left
+
+
+def judge_run(run: ABRun, limits: Mapping[str, float], *, alpha: float = ALPHA,
+              power: float = POWER) -> list[PairedVerdict]:
     """Each metric with a limit, judged on the run's paired launches (a metric missing in a pair is skipped)."""
     a, b = run.side("A"), run.side("B")
     verdicts = []
@@ -196,17 +203,17 @@ def outcome_of(run: ABRun, verdicts: Sequence[PairedVerdict], *, describe_a: str
     """The run as a gate outcome: a check per metric (fails only on a real regression), "cannot judge" unchecked."""
     outcome = GateOutcome(GATE)
     for v in verdicts:
-        if v.verdict == "cannot judge":  # not a check that passed: a line every report shows, failed when strict
+        if v.verdict == CANNOT_JUDGE:  # not a check that passed: a line every report shows, failed when strict
             outcome.unchecked.append(v.describe())
             continue
         outcome.add(Check(GATE, v.metric, round(v.change_pct, 2), v.limit_pct, "<=", unit="% regression",
-                          source="paired launches, B vs A", passed=not v.failed,
+                          source="paired launches, B vs A", passed=not v.regressed,
                           detail=f"interval [{v.low_pct:+.1f}%, {v.high_pct:+.1f}%], {v.pairs} pairs",
-                          remedy="" if not v.failed else "B is slower than A beyond the noise: keep A, or find "
+                          remedy="" if not v.regressed else "B is slower than A beyond the noise: keep A, or find "
                           "which difference of B's configuration costs it"))
     outcome.context.update({
         "A": describe_a, "B": describe_b, "launches per side": len(run.side("A")),
         "order": f"{run.order} (seed {run.seed}): {' '.join(run.orders)}",
         "wall time": f"{run.wall_s:.1f} s"})
-    outcome.notes.extend(v.describe() for v in verdicts if v.verdict != "cannot judge")
+    outcome.notes.extend(v.describe() for v in verdicts if v.verdict != CANNOT_JUDGE)
     return outcome

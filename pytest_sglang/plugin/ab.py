@@ -42,7 +42,7 @@ class ABRunner:
 
     def __call__(self, spec: LoadSpec | None = None, *, launch_b: str | Sequence[str] | None = None,
                  launches: int | None = None, order: str | None = None, seed: int | None = None,
-                 max_regression: str | None = None, alpha: float = 0.05, power: float = 0.95,
+                 max_regression: str | None = None, alpha: float = 0.01, power: float = 0.95,
                  timeout_s: float | None = None, **fields: object) -> GateOutcome:
         """Launch A and B in turn, one load per launch; record and return the A/B outcome.
 
@@ -53,7 +53,7 @@ class ABRunner:
             order: ``random`` or ``alternate`` (default ``--sglang-ab-order``).
             seed: the order's seed (default ``--sglang-ab-seed``).
             max_regression: ``5%`` or ``metric:pct,...`` (default ``--sglang-ab-max-regression``, else 5 %).
-            alpha: the one-sided false-alarm rate (default 0.05).
+            alpha: the one-sided false-alarm rate (default 0.01).
             power: the chance wanted of seeing a change of the limit (default 0.95).
             timeout_s: one deadline for the whole run (default from the start-up and load timeouts).
             **fields: ``LoadSpec`` fields when ``spec`` is not given (``requests=``, ``concurrency=``...).
@@ -197,9 +197,9 @@ def _check_keywords(*, seed: object, alpha: object, power: object, timeout_s: ob
         raise ConfigError("sglang_ab(seed=...)", seed, "must be a whole number >= 0", "pass e.g. seed=7")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
         raise ConfigError("sglang_ab(alpha=...)", alpha, "must be a false-alarm rate between 0 and 0.5",
-                          "pass e.g. alpha=0.05")
-    if isinstance(power, bool) or not isinstance(power, (int, float)) or not 0.5 <= power < 1:
-        raise ConfigError("sglang_ab(power=...)", power, "must be from 0.5 to below 1", "pass e.g. power=0.95")
+                          "pass e.g. alpha=0.01")
+    if isinstance(power, bool) or not isinstance(power, (int, float)) or not 0.5 < power < 1:
+        raise ConfigError("sglang_ab(power=...)", power, "must be between 0.5 and 1", "pass e.g. power=0.95")
     if timeout_s is not None and (isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float))
                                   or not timeout_s > 0):
         raise ConfigError("sglang_ab(timeout_s=...)", timeout_s, "must be a number of seconds > 0",

@@ -9,11 +9,11 @@ from typing import Any
 import psutil
 import pytest
 
-#: Startup phases at a twentieth of their time; a decode step of 20 ms, so the simulated timing (not the
+#: Startup phases at a twentieth of their time; a decode step of 50 ms, so the simulated timing (not the
 #: shared CPU) sets the figures of a small load.
-A = "--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.05 --sim-decode-step-ms 400"
-#: B: every simulated duration 15 % longer (throughput about -13 %).
-B_SLOWER = A.replace("--sim-time-scale 0.05", "--sim-time-scale 0.0575")
+A = "--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.05 --sim-decode-step-ms 1000"
+#: B: every simulated duration 20 % longer (the client's own time does not stretch: throughput about -12 %).
+B_SLOWER = A.replace("--sim-time-scale 0.05", "--sim-time-scale 0.06")
 JITTER = " --sim-launch-jitter 0.03"
 
 
@@ -59,7 +59,7 @@ def test_a_a_with_launch_jitter_is_never_red(pytester: pytest.Pytester, seed: st
                                  "configuration as A (an A/A run: it measures the noise)"])
     if outcomes.get("skipped"):  # "cannot judge" says why and what would do
         result.stdout.fnmatch_lines(["*sglang_ab could not judge: *cannot judge a 5% change at this noise; about * "
-                                     "launches per side would (power 0.95)*"])
+                                     "launches per side would (power 0.95, one-sided 1%)*"])
     outcome = _ab_outcome(pytester)
     judged = {c["metric"] for c in outcome["checks"]}
     unjudged = {line.split(":")[0] for line in outcome.get("unchecked", [])}
@@ -72,13 +72,13 @@ def test_a_a_with_launch_jitter_is_never_red(pytester: pytest.Pytester, seed: st
 
 def test_a_slower_b_is_red_on_the_paired_differences(pytester: pytest.Pytester) -> None:
     result = _run(pytester, f"--sglang-launch={_counted(A, pytester)}",
-                  f"--sglang-ab-launch={_counted(B_SLOWER, pytester)}", "--sglang-ab-launches=3",
+                  f"--sglang-ab-launch={_counted(B_SLOWER, pytester)}", "--sglang-ab-launches=4",
                   "--sglang-ab-order=alternate")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*sglang ab gate failed: *output_throughput*",
-                                 "*output_throughput: B vs A +*% regression, interval [[]+*%, +*%] over 3 pairs * "
+                                 "*output_throughput: B vs A +*% regression, interval [[]+*%, +*%] over 4 pairs * "
                                  "beyond the 5% limit and beyond the noise*"])
-    result.stdout.fnmatch_lines(["*order: alternate (seed 0): AB BA AB*"])
+    result.stdout.fnmatch_lines(["*order: alternate (seed 0): AB BA AB BA*"])
     checks = {c["metric"]: c for c in _ab_outcome(pytester)["checks"]}
     assert not checks["output_throughput"]["passed"] and checks["output_throughput"]["measured"] > 5
     report = json.loads((pytester.path / "r.json").read_text())
@@ -97,7 +97,7 @@ def test_bad_ab_keywords_fail_naming_them_and_launch_nothing(pytester: pytest.Py
         "*sglang_ab(order=...)='shuffled': unknown order. Fix: pass one of random, alternate*",
         "*sglang_ab(seed=...)=-1: must be a whole number >= 0*",
         "*sglang_ab(alpha=...)=0.7: must be a false-alarm rate between 0 and 0.5*",
-        "*sglang_ab(power=...)=1.0: must be from 0.5 to below 1*",
+        "*sglang_ab(power=...)=1.0: must be between 0.5 and 1*",
         "*sglang_ab(timeout_s=...)=0: must be a number of seconds > 0*",
         "*sglang_ab(max_regression=...)='five': cannot read 'five'*",
         "*sglang_ab(max_regression=...)='0%': the limit of output_throughput is 0%*",
