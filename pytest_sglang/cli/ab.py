@@ -76,7 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     os.environ[ENV] = json.dumps(fields)
     verdict = _Verdict()
-    code = pytest.main(["--pyargs", "pytest_sglang.ab", "-p", "no:cacheprovider", "-rs", *rest], plugins=[verdict])
+    # This command imported pytest_sglang before pytest started: pytest would warn that it cannot rewrite
+    # its asserts, which the suite does not use.
+    code = pytest.main(["--pyargs", "pytest_sglang.ab", "-p", "no:cacheprovider", "-rs",
+                        "-W", "ignore::pytest.PytestAssertRewriteWarning", *rest], plugins=[verdict])
     if code == pytest.ExitCode.USAGE_ERROR:
         return EXIT_USAGE
     if verdict.outcome == "skipped":

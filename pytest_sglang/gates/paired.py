@@ -104,6 +104,26 @@ def _check(a: Sequence[float], b: Sequence[float], limit_pct: float, alpha: floa
         raise ValueError(f"judge_paired: power={power!r} must be between 0.5 and 1, e.g. 0.95")
 
 
+#: Beyond this many launches per side the count is "far too many" (each is a full server start).
+MAX_NEEDED = 10_000
+
+
+def pairs_needed(spread_pct: float, limit_pct: float, *, alpha: float = ALPHA, power: float = POWER) -> int:
+    """Launches per side whose paired differences of this spread would see a ``limit_pct`` change at ``power``.
+
+    launch_noise's calculation is for two independent sides of CV ``c`` (a difference of spread
+    ``c * sqrt(2)``); a paired difference's spread is measured directly, so it enters as
+    ``spread / sqrt(2)``. Its t quantiles take the degrees of freedom of the run that would be made
+    (``m - 1`` for ``m`` pairs), not of the few pairs that measured the spread: the smallest ``m`` that
+    is enough at its own degrees of freedom.
+    """
+    cv = spread_pct / math.sqrt(2)
+    m = max(MIN_PAIRS, launches_needed(limit_pct, cv, alpha=alpha, power=power))
+    while m < MAX_NEEDED and launches_needed(limit_pct, cv, alpha=alpha, power=power, df=m - 1) > m:
+        m += 1
+    return m
+
+
 def judge_paired(a: Sequence[float], b: Sequence[float], *, limit_pct: float, alpha: float = ALPHA,
                  power: float = POWER, higher_is_better: bool = True, metric: str = "") -> PairedVerdict:
     """Judge B against A from their per-launch figures, pair ``i`` being A's and B's ``i``-th launch.
@@ -119,10 +139,7 @@ def judge_paired(a: Sequence[float], b: Sequence[float], *, limit_pct: float, al
     spread = statistics.stdev(diffs)
     half = t_quantile(1 - alpha, n - 1) * spread / math.sqrt(n)
     low, high = mean - half, mean + half
-    # launch_noise's calculation is for two independent sides of CV c (a difference of spread c*sqrt(2));
-    # a paired difference's spread is measured directly, so it enters as spread / sqrt(2).
-    needed = launches_needed(limit_pct, spread / math.sqrt(2), alpha=alpha, power=power, df=n - 1)
-    needed = max(needed, MIN_PAIRS)
+    needed = pairs_needed(spread, limit_pct, alpha=alpha, power=power)
     judged = verdict(mean > limit_pct and low > 0, needed, n)
     return PairedVerdict(metric=metric, verdict=judged, change_pct=mean, low_pct=low, high_pct=high,
                          limit_pct=limit_pct, pairs=n, spread_pct=spread, needed_per_side=needed, alpha=alpha,
