@@ -25,6 +25,7 @@ import pytest
 
 from pytest_sglang.ab import ENV
 from pytest_sglang.loadgen import LoadSpec
+from pytest_sglang.plugin.options import OPTIONS
 
 EXIT_PASS, EXIT_REGRESSION, EXIT_USAGE, EXIT_CANNOT_JUDGE = 0, 1, 2, 3
 
@@ -32,10 +33,11 @@ EXIT_PASS, EXIT_REGRESSION, EXIT_USAGE, EXIT_CANNOT_JUDGE = 0, 1, 2, 3
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m pytest_sglang ab",
-        description="Launch A and B in turn (N each), one load per launch, and judge B on the paired differences. "
-        "Every other argument goes to pytest: the plugin's --sglang-* options give A (--sglang-launch ...) "
-        "and B (--sglang-ab-launch ...), the launches (--sglang-ab-launches N) and the reports.",
-        epilog="exit codes: 0 pass, 1 regression (or the run failed), 2 usage error, 3 cannot judge",
+        description="Launch A and B in turn (N each), one load per launch, and judge B on the paired\n"
+        "differences. Every other argument goes to pytest: the plugin's --sglang-* options give A\n"
+        "(--sglang-launch ...) and B (--sglang-ab-launch ...), the launches (--sglang-ab-launches N)\n"
+        "and the reports (docs/reports.md, \"Interleaved A/B\").",
+        epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     shape = p.add_argument_group("the load of each launch (LoadSpec fields)")
     shape.add_argument("--requests", type=int, default=64)
@@ -47,6 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     shape.add_argument("--warmup", type=int, default=1)
     shape.add_argument("--seed", type=int, default=42, help="the prompts' seed (pair i uses seed + i)")
     return p
+
+
+def _epilog() -> str:
+    """The exit codes, and the plugin's options this command passes to pytest (one table: the plugin's)."""
+    lines = ["exit codes: 0 pass, 1 regression (or the run failed), 2 usage error, 3 cannot judge", "",
+             "pytest-sglang options (passed to pytest; A is the run's launch, B the --sglang-ab-* ones):"]
+    lines += [f"  {option.cli}" + (f"={option.metavar}" if option.metavar else "") for option in OPTIONS]
+    return "\n".join(lines)
 
 
 class _Verdict:
