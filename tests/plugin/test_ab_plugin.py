@@ -116,6 +116,8 @@ def test_bad_ab_keywords_fail_naming_them_and_launch_nothing(pytester: pytest.Py
     ("--sglang-ab-seed=-3", "*--sglang-ab-seed*must be a whole number >= 0*"),
     ("--sglang-ab-max-regression=lots", "*--sglang-ab-max-regression*cannot read 'lots'*"),
     ("--sglang-ab-launch=--model-path M --tp-szie 2", "*--sglang-ab-launch*--tp-szie -> --tp-size*"),
+    ("--sglang-ab-image= ", "*--sglang-ab-image=' ': is empty*"),
+    ("--sglang-ab-python=a\x01b", "*--sglang-ab-python='a\\x01b': contains the control character*"),
     ("--sglang-ab-gateway=--polcy round_robin",
      "*--sglang-ab-gateway=*--polcy is not a known flag, did you mean --policy?*"),
 ])
