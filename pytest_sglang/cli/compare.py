@@ -84,6 +84,8 @@ def _print_outcomes(outcomes: Sequence[GateOutcome]) -> None:
         for note in outcome.notes:
             if "not compared" in note or note.startswith("matched by"):  # regressions are on their rows already
                 print(textwrap.fill(note, 80, initial_indent="  ", subsequent_indent="    "))
+        for line in outcome.unchecked:  # the third verdict: neither ok nor regressed
+            print(textwrap.fill(line, 80, initial_indent="  ", subsequent_indent="    "))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -261,12 +261,19 @@ def assert_gates(item: pytest.Item) -> None:
     from pytest_sglang.plugin.results import record
 
     failed = [o for o in results.outcomes if not o.passed]
+    cannot: list[str] = []
     for outcome in _baseline_outcomes(item, results):
-        record(item, outcome)
-        if not outcome.passed:
-            failed.append(outcome)
+        recorded = record(item, outcome)  # under --sglang-strict a "cannot judge" is a failed check
+        for name in ("verdict", "launches", "launch_note"):  # JUnit properties: the third verdict is visible there too
+            if name in outcome.context:
+                item.user_properties.append((f"sglang.baseline.{name}", outcome.context[name]))
+        if not recorded.passed:
+            failed.append(recorded)
+        cannot += recorded.unchecked
     if failed:
         raise GateFailed(redaction.scrub("\n\n".join(o.message() for o in failed)))
+    if cannot:  # the third verdict: neither a pass that could not have failed nor a red (reports show why)
+        pytest.skip(redaction.scrub("baseline: " + "; ".join(cannot) + " (--sglang-strict makes it fail)"))
 
 
 def _baseline_outcomes(item: pytest.Item, results: GateResults) -> list[GateOutcome]:

@@ -273,7 +273,8 @@ OPTIONS: tuple[Option, ...] = (
            default_text="the report's time"),
     Option("sglang_markdown", "write the gate summary as Markdown to PATH", metavar="PATH",
            default_text="$GITHUB_STEP_SUMMARY if set"),
-    Option("sglang_baseline", "compare against a previous JSON report", metavar="PATH"),
+    Option("sglang_baseline", "compare against a previous JSON report, or a directory of reports (one per launch "
+           "of the same configuration: judged against a new launch of it)", metavar="PATH"),
     Option("sglang_max_regression",
            "allowed regression vs the baseline: 5% or output_throughput:5%,p99_ttft_ms:10%",
            parse=parse_regression_limits, metavar="LIMITS"),
@@ -288,7 +289,8 @@ OPTIONS: tuple[Option, ...] = (
            "server is disruptive", parse=parse_positive_int, default=defaults.HEAVY_LOAD_TOKENS, metavar="TOKENS",
            number=True),
     Option("sglang_strict", "fail (not skip) a check that cannot run without consent (--sglang-allow-disruptive), "
-           "or that ran but could not judge (a probe too slow to fail in the load) or check (weights unread)",
+           "or that ran but could not judge (a probe too slow to fail in the load; a baseline comparison whose noise "
+           "exceeds the limit: 'cannot judge') or check (weights unread)",
            parse=parse_bool, kind="flag", default=False),
     Option("sglang_suggest_floors", "run the sglang_throughput markers measure-only and print (and write as JSON) "
            "the floors that would hold, with a margin (--sglang-suggest-floors-margin)", parse=parse_bool,

@@ -96,8 +96,11 @@ def _strict(item: pytest.Item) -> bool:
     return settings is not None and settings.sglang_strict
 
 
-def record(item: pytest.Item, outcome: GateOutcome) -> None:
-    """Keep ``outcome`` for the judgement after the body and in ``user_properties`` for the reports."""
+def record(item: pytest.Item, outcome: GateOutcome) -> GateOutcome:
+    """Keep ``outcome`` for the judgement after the body and in ``user_properties`` for the reports.
+
+    Returns the outcome kept: under ``--sglang-strict`` its ``unchecked`` lines are failed checks too.
+    """
     from pytest_sglang.sglang import masks  # the flag tables load only when a gate records (plugin load stays cheap)
 
     if outcome.unchecked and _strict(item):  # what could not be checked fails, as consent does (plugin/consent.py)
@@ -108,3 +111,4 @@ def record(item: pytest.Item, outcome: GateOutcome) -> None:
         measured = check.measured
         item.user_properties.append((f"sglang.{outcome.gate}.{check.metric}",
                                      redaction.scrub(measured) if isinstance(measured, str) else measured))
+    return outcome

@@ -27,7 +27,7 @@ import difflib
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -51,8 +51,10 @@ from pytest_sglang.loadgen.intervals import (
     simultaneous,
     unreliable_note,
 )
+from pytest_sglang.loadgen.launch_noise import CANNOT_JUDGE, PASSED, REGRESSED, LaunchSpread, one_launch_note
 from pytest_sglang.report import baseline_file, baseline_scope
 from pytest_sglang.report.baseline_file import BaselineIndex
+from pytest_sglang.report.baseline_launches import between_launches, load_launches
 from pytest_sglang.report.baseline_scope import Scope
 from pytest_sglang.report.fingerprint import Change, changes, incomparable
 from pytest_sglang.report.records import shape_key
@@ -165,14 +167,18 @@ def load_report(path: str | Path, option: str = "--sglang-baseline") -> dict[str
 
 def compare_test(nodeid: str, old_test: Mapping[str, Any], loads: Sequence[Mapping[str, Any]],
                  gates: Sequence[GateOutcome | Mapping[str, Any]], limits: Limits, *,
-                 baseline_name: str = "baseline", strict: bool = False) -> GateOutcome | None:
+                 baseline_name: str = "baseline", strict: bool = False,
+                 other_launches: Sequence[Mapping[str, Any]] = ()) -> GateOutcome | None:
     """One ``baseline`` outcome for a test (its loads and gate figures), or None: nothing compared.
 
     A load whose shape the baseline's test never ran is another workload: not compared (a note), and
-    with ``strict`` a failed ``workload`` check.
+    with ``strict`` a failed ``workload`` check. ``other_launches``: the same test in the baseline's
+    other launches (:mod:`.baseline_launches`): its load metrics are judged against a new launch too.
+    A figure the noise cannot judge at its limit is an ``unchecked`` line ("cannot judge ...").
     """
     outcome = GateOutcome("baseline", context={"baseline": baseline_name, "test": nodeid})
-    _compare_loads(outcome, old_test.get("loads", []), loads, limits, strict=strict)
+    _compare_loads(outcome, old_test.get("loads", []), loads, limits, strict=strict,
+                   launches=[t.get("loads", []) for t in other_launches])
     split = routing_split_note(old_test.get("gates", []), gates)
     if split is not None and outcome.checks:
         outcome.notes.append(split)
@@ -257,23 +263,26 @@ _CAPACITY_REMEDY = ("find what shrank it (compare the launch args and fingerprin
 
 
 def _compare_loads(outcome: GateOutcome, old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]],
-                   limits: Limits, *, strict: bool) -> None:
+                   limits: Limits, *, strict: bool, launches: Sequence[Sequence[Mapping[str, Any]]] = ()) -> None:
     old_groups, new_groups = _groups(old), _groups(new)
+    other_groups = [_groups(loads) for loads in launches]
     other = [k for k in new_groups if k not in old_groups]
     if other and old_groups:
         _workload_differs(outcome, other, list(old_groups), strict=strict)
     for key in [k for k in new_groups if k in old_groups]:
-        if _failed(new_groups[key]) or _failed(old_groups[key]):
+        runs = [old_groups[key], *(g[key] for g in other_groups if key in g)]
+        if _failed(new_groups[key]) or any(_failed(run) for run in runs):
             outcome.notes.append(f"load {key}: not compared, requests failed in one of the runs")
             continue
-        old_samples, new_samples = _samples(old_groups[key]), _samples(new_groups[key])
+        pooled = [load for run in runs for load in run]  # the within-launch rules see every launch's repeats
+        old_samples, new_samples = _samples(pooled), _samples(new_groups[key])
         if old_samples is None:
             outcome.notes.append(f"load {key}: the baseline stores no per-request samples (written by an older "
                                  "pytest-sglang): its noise is taken as this run's; refresh the baseline")
-        requests = min(_completed(old_groups[key]), _completed(new_groups[key]))
+        requests = min(_completed(pooled), _completed(new_groups[key]))
         judged = []
         for metric, limit in limits.items():
-            before, after = _figures(old_groups[key], metric), _figures(new_groups[key], metric)
+            before, after = _figures(pooled, metric), _figures(new_groups[key], metric)
             if not before or not after:
                 continue
             if not reliable(metric, requests):
@@ -281,16 +290,45 @@ def _compare_loads(outcome: GateOutcome, old: Sequence[Mapping[str, Any]], new: 
                 continue
             judged.append((metric, limit, before, after))
         for metric, limit, before, after in judged:
-            check, noise = _load_check(metric, limit, side(metric, before, old_samples),
-                                       side(metric, after, new_samples), f"load {key}", family=len(judged),
+            old_side, new_side = side(metric, before, old_samples), side(metric, after, new_samples)
+            check, noise = _load_check(metric, limit, old_side, new_side, f"load {key}", family=len(judged),
                                        repeats=(repeat_sides(metric, before, old_samples),
                                                 repeat_sides(metric, after, new_samples)))
+            spread = LaunchSpread(tuple(Side(tuple(f)).center for f in (_figures(run, metric) for run in runs) if f))
+            if spread.launches >= 2:
+                check, cannot = _launches_check(check, metric, limit, spread, old_side, new_side, len(judged))
+            else:
+                cannot = unreliable_note(metric, requests, noise_pct=noise, limit_pct=limit,
+                                         repeats=min(len(before), len(after)))
             _add(outcome, check)
-            cannot = unreliable_note(metric, requests, noise_pct=noise, limit_pct=limit,
-                                     repeats=min(len(before), len(after)))
             if check.passed and cannot is not None:
-                # A pass that could not have failed at the limit must not read as "no regression".
-                outcome.notes.append(f"{cannot} (load {key})")
+                # A pass that could not have failed at the limit is the third verdict, not "no regression".
+                outcome.unchecked.append(f"{cannot} (load {key})")
+
+
+def _launches_check(check: Check, metric: str, limit: float, spread: LaunchSpread, old: Side, new: Side,
+                    family: int) -> tuple[Check, str | None]:
+    """The check of a baseline of several launches: regressed only when beyond the limit and both noises.
+
+    ``check`` is the within-launch verdict (:func:`_load_check` on the launches' pooled repeats); the
+    change must also be beyond the spread between launches (:func:`.baseline_launches.between_launches`).
+    Returns the check and the "cannot judge" line (None: the launches given judge the limit).
+    """
+    between = between_launches(spread, old, new, limit, higher_is_better(metric), simultaneous(family))
+    verdict = between.verdict(limit, within_regressed=not check.passed)
+    if verdict == CANNOT_JUDGE and not between.launch_noise:
+        cannot = unreliable_note(metric, 1, noise_pct=between.noise_pct, limit_pct=limit)
+    else:
+        cannot = between.cannot_judge(metric, limit) if verdict == CANNOT_JUDGE else None
+    # A throughput cannot be asked to fall below zero: a noise beyond 100 % allows any value.
+    moved = max(limit, between.noise_pct)
+    worst = bound(metric, spread.center, min(moved, 100.0) if higher_is_better(metric) else moved)
+    beyond = ("" if check.passed else "; within the launch it is beyond the noise, ") + (
+        "" if check.passed else ("and beyond the noise between launches too" if between.regressed
+                                 else "but not beyond the noise between launches: not a regression"))
+    return replace(check, required=round(worst, 4), passed=verdict != REGRESSED,
+                   detail=f"{check.detail}; against a new launch of the baseline ({fmt(round(spread.center, 4))}, "
+                          f"the mean of its {spread.launches} launches): {between.interval_text()}{beyond}"), cannot
 
 
 def _workload_differs(outcome: GateOutcome, new: Sequence[str], old: Sequence[str], *, strict: bool) -> None:
@@ -432,6 +470,11 @@ class BaselineSummary(TypedDict):
     not_in_baseline: list[str]
     #: True: tests measured figures and none of them is in the baseline (a failure, not a note).
     compared_nothing: bool
+    #: The launches the baseline holds (a directory: one report each) and their files.
+    launches: int
+    launch_files: list[str]
+    #: One launch: the line saying it cannot know the noise between launches (else None).
+    launch_note: str | None
 
 
 @dataclass
@@ -442,15 +485,22 @@ class BaselineContext:
     report: dict[str, Any]
     limits: Limits
     strict: bool = False
+    #: Every launch of the baseline, ``(file, report)``; ``report`` is the first (empty: that one alone).
+    launches: Sequence[tuple[str, dict[str, Any]]] = ()
     #: Whether any test of this session is in the baseline (set by :meth:`expect`; None: not told).
     session_in_baseline: bool | None = None
     #: The baseline's tests with figures to compare, found by id, key or the end of the id.
     index: BaselineIndex = field(init=False)
+    #: The same for the other launches (a baseline directory).
+    _others: list[BaselineIndex] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
+        self.launches = list(self.launches) or [(self.path, self.report)]
         # Every test with figures: a test that opts in (compare="all") finds its probe loads there too.
-        self.index = BaselineIndex([t for t in self.report.get("tests", [])
-                                    if self.measures(t.get("loads", []), t.get("gates", []), "all")])
+        self.index, *self._others = [
+            BaselineIndex([t for t in report.get("tests", [])
+                           if self.measures(t.get("loads", []), t.get("gates", []), "all")])
+            for _, report in self.launches]
 
     @property
     def fingerprint(self) -> Mapping[str, object]:
@@ -505,8 +555,10 @@ class BaselineContext:
         if found is None:
             return self._not_in_baseline(nodeid)
         old = {**found.test, "loads": baseline_scope.select(found.test.get("loads", []), scope)[0]}
+        others = [{"loads": baseline_scope.select(other.test.get("loads", []), scope)[0]}
+                  for other in (index.find(nodeid, key) for index in self._others) if other is not None]
         outcome = compare_test(nodeid, old, loads, gates, self.limits, baseline_name=self.path,
-                               strict=self.strict)
+                               strict=self.strict, other_launches=others)
         if outcome is None and left_out:
             outcome = GateOutcome("baseline", context=context)
         if outcome is not None:
@@ -514,6 +566,11 @@ class BaselineContext:
             matched = found.note(self.path)
             outcome.notes[:0] = [f"candidate vs baseline: {c.line()}" for c in self.changes(candidate)] + (
                 [matched] if matched else [])
+            outcome.context["launches"] = 1 + len(others)
+            if len(self.launches) == 1:  # said by every report: a red here may be the launch, not the change
+                outcome.context["launch_note"] = one_launch_note(self.path)
+            outcome.context["verdict"] = (REGRESSED if not outcome.passed else CANNOT_JUDGE if outcome.unchecked
+                                          else PASSED)
         return outcome
 
     def summary(self, candidate: Mapping[str, object] | None,
@@ -529,7 +586,9 @@ class BaselineContext:
                                comparable=not differs, fingerprint_differences=differs,
                                candidate_changes=[c.to_dict() for c in changed],
                                not_in_baseline=list(dict.fromkeys(missing)),
-                               compared_nothing=bool(missing) and len(missing) == len(measured))
+                               compared_nothing=bool(missing) and len(missing) == len(measured),
+                               launches=len(self.launches), launch_files=[f for f, _ in self.launches],
+                               launch_note=one_launch_note(self.path) if len(self.launches) == 1 else None)
 
     def _not_in_baseline(self, nodeid: str) -> GateOutcome:
         """A visible line; a failed check with ``strict``, or when no test of the session is in the baseline."""
@@ -562,4 +621,6 @@ class BaselineContext:
 
 
 def open_baseline(path: str, max_regression: str | None, strict: bool) -> BaselineContext:
-    return BaselineContext(path, load_report(path), parse_limits(max_regression), strict)
+    """The baseline at ``path``: one report (one launch) or a directory of reports, one per launch."""
+    launches = load_launches(path, "--sglang-baseline", KNOWN_METRICS)
+    return BaselineContext(path, launches[0][1], parse_limits(max_regression), strict, launches)

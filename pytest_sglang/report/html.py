@@ -145,6 +145,8 @@ def _baseline(baseline: Mapping[str, Any] | None) -> str:
     items = [f"<li>{escape(d)}</li>" for d in baseline.get("fingerprint_differences") or []]
     items += [f"<li>candidate vs baseline: {escape(c['field'])}: <code>{escape(c['baseline'])}</code> -&gt; "
               f"<code>{escape(c['candidate'])}</code></li>" for c in baseline.get("candidate_changes") or []]
+    held = text.baseline_launches(baseline)
+    items += [f"<li>{escape(held)}</li>"] if held else []
     return (f"<h2>Baseline</h2><p><code>{escape(str(baseline['path']))}</code>: "
             f"{escape(text.baseline_state(baseline))}</p><ul>{''.join(items)}</ul>")
 

@@ -101,7 +101,8 @@ def _baseline(baseline: Mapping[str, Any] | None) -> list[str]:
     lines += [f"- {_code(d)}" for d in baseline.get("fingerprint_differences") or []]
     lines += [f"- candidate vs baseline: {c['field']}: {_code(c['baseline'])} -> {_code(c['candidate'])}"
               for c in baseline.get("candidate_changes") or []]
-    return [*lines, ""]
+    held = text.baseline_launches(baseline)
+    return [*lines, *([f"- {held}"] if held else []), ""]
 
 
 def _code(value: object) -> str:

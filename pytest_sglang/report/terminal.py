@@ -94,6 +94,9 @@ def _baseline(baseline: Mapping[str, Any] | None, width: int) -> list[str]:
         lines.append(f"  candidate vs baseline: {change['field']}:")
         lines += textwrap.wrap(f"{change['baseline']} -> {change['candidate']}", width=width,
                                initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False)
+    held = text.baseline_launches(baseline)
+    if held:
+        lines += textwrap.wrap(held, width=width, initial_indent="  ", subsequent_indent="    ")
     return lines
 
 

@@ -92,8 +92,18 @@ def hardware(server: Mapping[str, Any]) -> str:
     return gpu + ("; host " + ", ".join(bits) if bits else "")
 
 
+def baseline_launches(baseline: Mapping[str, Any]) -> str | None:
+    """How many launches the baseline holds and what that means (None: nothing was compared, or an older report)."""
+    if baseline.get("fingerprint_differences") or baseline.get("compared_nothing"):
+        return None
+    launches = baseline.get("launches") or 1
+    if launches > 1:
+        return f"{launches} launches: judged against a new launch of the baseline"
+    note = baseline.get("launch_note")
+    return str(note) if note else None
+
+
 def baseline_state(baseline: Mapping[str, Any]) -> str:
-    """How the run was compared with its baseline, in a few words."""
     if baseline.get("fingerprint_differences"):
         return "NOT COMPARED: measured on another setup (" + (
             "fails: --sglang-baseline-strict" if baseline.get("strict") else "warning") + ")"

@@ -103,9 +103,10 @@ def test_a_change_within_the_measured_noise_is_not_a_regression() -> None:
     assert check.passed and "(-8.0%)" in check.detail
     # The required value includes the noise: the same verdict as the interval's.
     assert isinstance(check.required, float) and check.required < 0.95 * 1000
-    # A pass that could not have failed at the limit is a visible line, not a quiet green.
+    # A pass that could not have failed at the limit is the third verdict, "cannot judge", not a quiet green.
     outcome = compared(old, new, "output_throughput:5%")
-    [line] = [n for n in outcome.notes if "cannot judge" in n]
+    [line] = [n for n in outcome.unchecked if "cannot judge" in n]
+    assert not [n for n in outcome.notes if "cannot judge" in n]
     found = re.match(r"cannot judge a 5 % change of output_throughput from this load: its noise is ±([\d.]+) %, "
                      r"so only a change beyond ([\d.]+) % fails; about (\d+) requests= or (\d+) repeats= would "
                      r"\(load ", line)
@@ -116,7 +117,7 @@ def test_a_change_within_the_measured_noise_is_not_a_regression() -> None:
 
 def test_a_limit_above_the_noise_adds_no_line() -> None:
     outcome = compared([run(1), run(2), run(3)], [run(4), run(5), run(6)], "output_throughput:5%")
-    assert outcome.passed and not [n for n in outcome.notes if "cannot judge" in n]
+    assert outcome.passed and not [n for n in outcome.notes + outcome.unchecked if "cannot judge" in n]
 
 
 def test_the_verdict_is_deterministic() -> None:
@@ -206,13 +207,13 @@ def test_what_a_passing_comparison_could_not_judge_is_on_the_terminal() -> None:
         report["tests"] = [{"nodeid": "t::a", "outcome": verdict, "gates": [outcome.to_dict()]}]
         return "\n".join(terminal.render(report))
 
-    line = "cannot judge a 5 % change of output_throughput from this load: its noise is ±"
-    assert "    note: cannot judge a 5 % change of output_throughput" in shown("passed"), shown("passed")
-    assert f"> `t::a` baseline: {line}" in markdown.render(report)
-    assert f"<code>t::a</code> baseline: {line}" in html.render(report)
-    # A failing test says it in its assertion message instead: no second copy in the reports.
-    assert "note: output_throughput" not in shown("failed")
-    assert "cannot judge" not in markdown.render(report) + html.render(report)
+    line = "baseline: cannot judge a 5 % change of output_throughput from this load: its noise is ±"
+    # The third verdict: the plugin skips such a test saying why; every report shows the line.
+    assert "    not checked: baseline: cannot judge a 5 % change of output_throughput" in shown("skipped")
+    assert f"> `t::a` not checked: {line}" in markdown.render(report)
+    assert f"<code>t::a</code> not checked: {line}" in html.render(report)
+    # Not twice: the notes of a passing comparison hold no copy.
+    assert shown("passed").count("cannot judge") == 1
 
 
 def _routed(shares: dict[str, float]) -> dict[str, Any]:
