@@ -82,6 +82,13 @@ def mask(tokens: Sequence[ArgToken]) -> tuple[list[str], list[str]]:
     secrets: list[str] = []
     mask_next = False
     for token in tokens:
+        if token.secret is None and len(token.text.split()) > 1:
+            # One quoted token of several words (--tp ' --api-key K ') still reads as a key: mask word by word.
+            words, hidden = mask([ArgToken(word) for word in token.text.split()])
+            secrets += hidden
+            shown.append(" ".join(words))
+            mask_next = False
+            continue
         if token.role != "unknown":
             mask_next = False
             if token.secret is not None:

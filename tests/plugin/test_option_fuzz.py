@@ -5,7 +5,7 @@ wrote it in that source, never a traceback, and never showing a secret."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_sglang.errors import ConfigError
@@ -88,6 +88,7 @@ def test_generated_urls(raw: str, source: str) -> None:
 
 @FUZZ
 @given(raw=launches, source=sources)
+@example(raw="--tp ' --api-key sk-launch-secret '", source="ini")  # a key inside one quoted value of another flag
 def test_generated_launch_args(raw: str, source: str) -> None:
     _check(OPTIONS_BY_NAME["sglang_launch"], raw, source)
 
