@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import io
 import random
+import struct
+import zlib
 from collections.abc import Mapping
 
 from PIL import Image, ImageDraw
@@ -137,3 +139,44 @@ def dominant_colour(image: Image.Image) -> str:
         name = nearest_colour((r, g, b))
         votes[name] = votes.get(name, 0) + count
     return max(votes, key=lambda name: votes[name])
+
+
+def speckled_image(colour: str, width: int, height: int, seed: int, fmt: str = "png") -> bytes:
+    """A ``colour`` image with a seeded 8x8 block of noise in its corner: unique content, a few KB as PNG.
+
+    For requests that must not hit a server's image cache without sending megabytes of noise.
+    """
+    _check_size(width, height)
+    image = Image.new("RGB", (width, height), _rgb(colour))
+    side = min(8, width, height)
+    block = Image.frombytes("RGB", (side, side), random.Random(seed).randbytes(side * side * 3))
+    image.paste(block, (0, 0))
+    return encode(image, fmt)
+
+
+def corrupt_png(width: int = 64, height: int = 64) -> bytes:
+    """A PNG cut in half: its header reads, its pixels do not (a corrupt upload)."""
+    data = solid_image("green", width, height, "png")
+    return data[: len(data) // 2]
+
+
+def unsupported_image() -> bytes:
+    """An SVG document: an image format SGLang's decoder (Pillow) cannot read."""
+    return (b'<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64">'
+            b'<rect width="64" height="64" fill="red"/></svg>')
+
+
+def oversize_png(width: int = 20_000, height: int = 20_000) -> bytes:
+    """A PNG whose header declares ``width`` x ``height`` (400 MP by default) with no pixel data.
+
+    Pillow refuses it from the header (over twice ``Image.MAX_IMAGE_PIXELS``: a decompression bomb),
+    so nothing is decoded on either side; it costs a few dozen bytes to send.
+    """
+    if width * height <= 2 * (Image.MAX_IMAGE_PIXELS or 0):
+        raise ValueError(f"oversize_png {width}x{height} is within Pillow's limit: give more pixels")
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")

@@ -54,3 +54,21 @@ def test_noise_image_is_seeded_and_blank_is_white() -> None:
 def test_bad_arguments_name_the_keyword_and_the_fix(call, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         call()
+
+
+def test_speckled_images_differ_by_seed_and_stay_small() -> None:
+    one, two = images.speckled_image("blue", 1280, 720, 1), images.speckled_image("blue", 1280, 720, 2)
+    assert one != two and len(one) < 20_000
+    with Image.open(io.BytesIO(one)) as image:
+        assert images.dominant_colour(image) == "blue"
+
+
+def test_refused_images_are_what_pillow_refuses() -> None:
+    with pytest.raises(Image.DecompressionBombError):
+        Image.open(io.BytesIO(images.oversize_png()))
+    with pytest.raises(Image.UnidentifiedImageError):
+        Image.open(io.BytesIO(images.unsupported_image()))
+    with Image.open(io.BytesIO(images.corrupt_png())) as image, pytest.raises(OSError):
+        image.load()
+    with pytest.raises(ValueError, match="within Pillow's limit"):
+        images.oversize_png(100, 100)
