@@ -157,7 +157,7 @@ class ImageReader:
 
 
 def _miscounted(grid: Grid, processor: Processor) -> Grid:
-    """A processor that truncates instead of padding to whole merge blocks (one block less per side)."""
+    """The image-tokens-miscounted fault: one merge block short on each side of the true grid."""
     block = processor.patch * processor.merge
     w = max(block, grid.width - block)
     h = max(block, grid.height - block)

@@ -3,7 +3,7 @@
 Each image becomes its processor's token count of one pad id derived from its content (0.5.23 pads
 with a value from the image's hash), so the radix cache shares an image's tokens only with the same
 image, and ``cached_tokens`` reports a repeated prefix with images as 0.5.23 does. The vision encoder
-costs simulated time per patch (a quarter of a prefill token's time each, so an image costs about as
+costs simulated time per patch (an eighth of a prefill token's time each: an image costs about half as
 much as prefilling its tokens; ``--sim-fault vision-slow:F`` multiplies it). 0.5.23's multimodal
 embedding cache (``SGLANG_VLM_CACHE_SIZE_MB``, 100 MB, least recently used out) is kept by content
 digest: an image already in it spends no encoder time.
@@ -21,7 +21,7 @@ from pytest_sglang.simulator import tokenizer
 from pytest_sglang.simulator.image_input import ImageReader, ImageRefused, Seen
 
 #: Patches the encoder runs per prefill token's time.
-PATCHES_PER_PREFILL_TOKEN = 4.0
+PATCHES_PER_PREFILL_TOKEN = 8.0
 
 
 class EmbeddingCache:
