@@ -52,7 +52,7 @@ def test_the_arithmetic_follows_the_processor_rules(name: str, width: int, heigh
 
 
 def test_qwen2_vl_refuses_extreme_aspect_ratios_as_smart_resize_does() -> None:
-    with pytest.raises(ValueError, match="absolute aspect ratio must be smaller than 200, got 250.0"):
+    with pytest.raises(ValueError, match=r"absolute aspect ratio must be smaller than 200, got 250\.0"):
         vision.QWEN2_VL.grid(7000, 28)
 
 
