@@ -171,3 +171,13 @@ def test_a_refused_image_names_its_index_and_a_short_source() -> None:
                            prefill_tok_s=1000.0)
     assert "at index 1: Error while loading data data:image/png;base64," in exc.value.message
     assert "...: Could not decode image" in exc.value.message and exc.value.status == 400
+
+
+def test_a_bad_sim_vision_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_sglang.simulator.cli import parse
+
+    with pytest.raises(SystemExit) as exc:
+        parse(["--model-path", "m", "--sim-vision", "llava"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --sim-vision: invalid choice: 'llava'" in err and "'kimi-k2.5', 'qwen2-vl'" in err
