@@ -11,9 +11,12 @@ digest: an image already in it spends no encoder time.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pytest_sglang.sglang.vision import Processor
@@ -64,6 +67,11 @@ class Media:
     reader: ImageReader = field(default_factory=ImageReader)
     cache: EmbeddingCache = field(default_factory=lambda: EmbeddingCache(_cache_budget()))
     images: int = 0  # images served (after refusals)
+    #: decoding runs off the event loop (Pillow releases the GIL), one image request at a time, as
+    #: 0.5.23's tokenizer manager awaits its processor; one thread keeps the state above unshared
+    executor: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="sim-images")
+    )
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,15 @@ def prepare(
     media.images += len(seen)
     sees = None if ignored or not seen else tuple(image.colour for image in seen)
     return Prepared(ids, sees, encoder_s, sum(image.grid.tokens for image in seen))
+
+
+async def prepare_async(media: Media, processor: Processor, text: str, sources: Sequence[str], *,
+                        prefill_tok_s: float, miscount: bool = False, ignored: bool = False,
+                        slow: float = 1.0) -> Prepared:
+    """:func:`prepare` on the media thread: the event loop keeps serving while an image decodes."""
+    call = functools.partial(prepare, media, processor, text, sources, prefill_tok_s=prefill_tok_s,
+                             miscount=miscount, ignored=ignored, slow=slow)
+    return await asyncio.get_running_loop().run_in_executor(media.executor, call)
 
 
 def render_chat(messages: Sequence[object], placeholder: str) -> str:

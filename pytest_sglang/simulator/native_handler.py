@@ -209,7 +209,7 @@ def _image_sources(body: dict[str, Any], req: _Native) -> list[list[str]]:
     return [image_input.native_image_sources(one) for one in data]
 
 
-def _with_images(state: State, req: _Native) -> tuple[_Native, list[Prepared | None]]:
+async def _with_images(state: State, req: _Native) -> tuple[_Native, list[Prepared | None]]:
     """The prompts with their images' tokens (ImageRefused / ValueError: 0.5.23's refusal).
 
     A text-only model ignores ``image_data``: 0.5.23 runs no multimodal processor for it.
@@ -224,7 +224,7 @@ def _with_images(state: State, req: _Native) -> tuple[_Native, list[Prepared | N
             prompts.append(ids)
             images.append(None)
             continue
-        prepared = multimodal.prepare(
+        prepared = await multimodal.prepare_async(
             state.media,
             processor,
             text,
@@ -320,7 +320,7 @@ async def generate(state: State, request: web.Request) -> web.StreamResponse:
     if "input_ids" in req.body:  # text is tokenized into the vocabulary; ids are taken as sent
         vocab.crash_on_unknown_ids(state, req.prompts)
     try:  # the tokenizer manager's multimodal processor: before the length check, which counts image tokens
-        req, images = _with_images(state, req)
+        req, images = await _with_images(state, req)
     except ImageRefused as exc:
         return await _value_error(request, req, exc.message)
     except ValueError as exc:

@@ -87,7 +87,9 @@ async def _in_band(request: web.Request, message: str) -> web.StreamResponse:
     return resp
 
 
-def _with_images(state: State, body: dict[str, Any], ids: list[int]) -> tuple[list[int], Prepared | None]:
+async def _with_images(
+    state: State, body: dict[str, Any], ids: list[int]
+) -> tuple[list[int], Prepared | None]:
     """The chat's image parts as the served model takes them (BadRequest: 0.5.23's refusal)."""
     messages = body.get("messages")
     try:
@@ -101,7 +103,7 @@ def _with_images(state: State, body: dict[str, Any], ids: list[int]) -> tuple[li
         raise BadRequest(error_response("image input is not supported for this model", "BadRequest", 400))
     faults = state.cfg.faults
     try:
-        prepared = multimodal.prepare(
+        prepared = await multimodal.prepare_async(
             state.media,
             processor,
             multimodal.render_chat(messages if isinstance(messages, list) else [], processor.placeholder),
@@ -124,7 +126,7 @@ async def openai(state: State, request: web.Request, *, chat: bool) -> web.Strea
         body = await read_json(request)
         ids, text = _prompt(body, chat)
         opts = read_options(body, chat=chat, prompt=text, reasoning_parser=srv.parsers.reasoning)
-        ids, images = _with_images(state, body, ids) if chat else (ids, None)
+        ids, images = await _with_images(state, body, ids) if chat else (ids, None)
     except BadRequest as exc:
         return exc.response
     except RequestError as exc:
