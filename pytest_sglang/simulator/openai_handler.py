@@ -99,8 +99,9 @@ async def _with_images(
     if not sources:
         return ids, None
     processor = state.cfg.vision
-    if processor is None:  # serving_chat.py: a ValueError, answered 400
-        raise BadRequest(error_response("image input is not supported for this model", "BadRequest", 400))
+    if processor is None:  # serving_chat.py _validate_media_content (checked against real 0.5.23)
+        raise BadRequest(error_response("Model only supports text input; received unsupported content type "
+                                        "'image_url'.", "BadRequest", 400))
     faults = state.cfg.faults
     try:
         prepared = await multimodal.prepare_async(

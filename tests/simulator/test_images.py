@@ -55,7 +55,8 @@ def test_a_text_only_model_refuses_chat_images_and_ignores_image_data(sim_factor
         r = _chat(c, _parts(_url("red")))
         native = c.post("/generate", json={"text": "hi", "image_data": _url("red"),
                                            "sampling_params": {"max_new_tokens": 2}})
-    assert r.status_code == 400 and r.json()["message"] == "image input is not supported for this model"
+    assert r.status_code == 400
+    assert r.json()["message"] == "Model only supports text input; received unsupported content type 'image_url'."
     assert native.status_code == 200  # 0.5.23 runs no multimodal processor for a text-only model
 
 
