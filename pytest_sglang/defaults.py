@@ -43,6 +43,8 @@ ACCEPTANCE_MAX_TOKENS = 16
 ACCEPTANCE_REQUEST_TIMEOUT_S = 60.0
 ACCEPTANCE_MIN_MATCH_RATE = 0.8
 ACCEPTANCE_MAX_KL = 0.02
+#: The vision encoder's most share of a new 720p image's first token (MoonViT is small beside its LLM).
+ACCEPTANCE_MAX_VISION_SHARE = 0.5
 ACCEPTANCE_CONCURRENCY = 16
 ACCEPTANCE_DISCONNECT_TIMEOUT_S = 30.0
 #: One acceptance check may take this long in all (its samples, retries and waits), the suite this long.

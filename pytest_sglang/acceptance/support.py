@@ -43,6 +43,7 @@ def acceptance_settings(resolved: Settings) -> AcceptanceSettings:
         request_timeout_s=resolved.sglang_acceptance_request_timeout,
         min_match_rate=resolved.sglang_acceptance_min_match_rate,
         max_kl=resolved.sglang_acceptance_max_kl,
+        max_vision_share=resolved.sglang_acceptance_max_vision_share,
         concurrency=resolved.sglang_acceptance_concurrency,
         disconnect_timeout_s=resolved.sglang_acceptance_disconnect_timeout,
         check_timeout_s=resolved.sglang_acceptance_check_timeout,

@@ -19,7 +19,8 @@ class AcceptanceSettings:
     KL estimate allowed between cached and cold logprobs (SGLang's own CI uses 0.002-0.02).
     ``concurrency``: the most requests sent at once (capped by the server's running-request limit).
     ``check_timeout_s`` / ``suite_timeout_s``: the deadline of one check and of the whole suite
-    (:mod:`.deadline`); a check stops at its first stalled request.
+    (:mod:`.deadline`); a check stops at its first stalled request. ``max_vision_share``: the most
+    share of a new image's first-token time the vision encoder may take (:mod:`.image_checks`).
     """
 
     samples: int = defaults.ACCEPTANCE_SAMPLES
@@ -31,6 +32,7 @@ class AcceptanceSettings:
     disconnect_timeout_s: float = defaults.ACCEPTANCE_DISCONNECT_TIMEOUT_S
     check_timeout_s: float = defaults.ACCEPTANCE_CHECK_TIMEOUT_S
     suite_timeout_s: float = defaults.ACCEPTANCE_SUITE_TIMEOUT_S
+    max_vision_share: float = defaults.ACCEPTANCE_MAX_VISION_SHARE
 
     def __post_init__(self) -> None:
         for name in ("samples", "max_tokens", "concurrency"):
@@ -43,9 +45,11 @@ class AcceptanceSettings:
             if not _number(value) or value <= 0:
                 raise ConfigError(f"AcceptanceSettings({name}=...)", value, "must be a finite number > 0",
                                   f"pass {name}= a positive number")
-        if not _number(self.min_match_rate) or not 0 <= self.min_match_rate <= 1:
-            raise ConfigError("AcceptanceSettings(min_match_rate=...)", self.min_match_rate,
-                              "must be a fraction between 0 and 1", "pass min_match_rate=0.8, for example")
+        for name, example in (("min_match_rate", "0.8"), ("max_vision_share", "0.5")):
+            value = getattr(self, name)
+            if not _number(value) or not 0 <= value <= 1:
+                raise ConfigError(f"AcceptanceSettings({name}=...)", value,
+                                  "must be a fraction between 0 and 1", f"pass {name}={example}, for example")
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

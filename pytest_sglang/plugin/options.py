@@ -246,6 +246,8 @@ OPTIONS: tuple[Option, ...] = (
            parse=parse_fraction, default=defaults.ACCEPTANCE_MIN_MATCH_RATE, metavar="F", number=True),
     Option("sglang_acceptance_max_kl", "mean KL estimate allowed between cached and cold logprobs",
            parse=parse_positive_float, default=defaults.ACCEPTANCE_MAX_KL, metavar="X", number=True),
+    Option("sglang_acceptance_max_vision_share", "most share of a new image's first-token time the vision encoder "
+           "may take", parse=parse_fraction, default=defaults.ACCEPTANCE_MAX_VISION_SHARE, metavar="F", number=True),
     Option("sglang_acceptance_concurrency", "most acceptance requests in flight (capped by the server)",
            parse=parse_positive_int, default=defaults.ACCEPTANCE_CONCURRENCY, metavar="N", number=True),
     Option("sglang_acceptance_disconnect_timeout", "seconds a disconnected stream may hold its slot",

@@ -112,6 +112,7 @@ class Settings:
     sglang_acceptance_request_timeout: float
     sglang_acceptance_min_match_rate: float
     sglang_acceptance_max_kl: float
+    sglang_acceptance_max_vision_share: float
     sglang_acceptance_concurrency: int
     sglang_acceptance_disconnect_timeout: float
     sglang_acceptance_check_timeout: float

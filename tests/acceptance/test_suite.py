@@ -8,15 +8,15 @@ from tests.conftest import SimFactory
 
 SUITE = ("--pyargs", "pytest_sglang.acceptance", "-p", "no:cacheprovider", "-rs")
 PARSERS = ("--tool-call-parser", "llama3", "--reasoning-parser", "deepseek-r1")
-#: Tests in the suite with parsers, metrics and deterministic inference: 47 ids, none skipped.
-ALL_TESTS = 47
+#: Tests in the suite with parsers, metrics and deterministic inference: 54 ids (7 image checks: a VLM only).
+ALL_TESTS = 54
 
 
 def test_the_suite_passes_on_a_fault_free_simulator(pytester: pytest.Pytester, sim_factory: SimFactory) -> None:
     sim = sim_factory("--enable-metrics", "--enable-deterministic-inference")
     # test_cache_logprobs flushes the cache: an attached server's owner consents (--sglang-allow-disruptive).
     result = pytester.runpytest_subprocess(*SUITE, f"--sglang-url={sim.url}", "-v", "--sglang-allow-disruptive")
-    result.assert_outcomes(passed=ALL_TESTS - 4, skipped=4)  # tool calls and reasoning: no parsers
+    result.assert_outcomes(passed=ALL_TESTS - 11, skipped=11)  # tool calls and reasoning: no parsers; images: no VLM
     result.stdout.fnmatch_lines_random([
         "*test_openai_api.py::test_usage[[]chat-stream[]] PASSED*",
         "*test_openai_api.py::test_seed[[]completions[]] PASSED*",

@@ -35,6 +35,11 @@ EXPECTED_SKIPS = {
     "test_tool_calls.py::test_tool_calls[stream]": "no --tool-call-parser",
     "test_reasoning.py::test_reasoning[batch]": "no --reasoning-parser",
     "test_reasoning.py::test_reasoning[stream]": "no --reasoning-parser",
+    # the arithmetic model is text only: /model_info has_image_understanding is false
+    **{f"test_images.py::{name}": "has no image understanding (/model_info has_image_understanding is false)"
+       for name in ("test_chat_images[one-image]", "test_chat_images[three-images]", "test_native_image_data",
+                    "test_image_stream_agrees", "test_image_tokens", "test_bad_images_4xx",
+                    "test_vision_encoder_share")},
 }
 #: A tiny model knows no JSON: where the grammar allows whitespace anywhere it writes "\r" until
 #: max_tokens. This SGLang flag takes whitespace out of JSON grammars (the check's message names it).

@@ -136,3 +136,26 @@ def test_simulator_answers_the_gateways_like_real(raw_server: RawServer, simulat
     print(listing)
     assert not failures, ("the simulator answers a gateway's calls unlike real SGLang 0.5.23 (the referee):\n"
                           + "\n".join(failures).replace(raw_server.api_key, "***"))
+
+
+def test_a_text_model_takes_images_like_real(raw_server: RawServer, simulator) -> None:  # type: ignore[no-untyped-def]
+    """On a text-only model: /model_info, a chat image part and native image_data, as real 0.5.23 answers them."""
+    import httpx
+
+    from pytest_sglang import images
+
+    assert raw_server.api_key is not None
+    headers = {"Authorization": f"Bearer {raw_server.api_key}"}
+    url = images.data_url(images.solid_image("red", 64, 48), "png")
+    chat = {"model": "default", "max_tokens": 3, "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "What colour is it?"}]}]}
+    native = {"text": "What colour is it?", "image_data": url, "sampling_params": {"max_new_tokens": 3}}
+    answers = []
+    for base in (raw_server.url, simulator.url):
+        with httpx.Client(base_url=base, headers=headers, timeout=120) as c:
+            info = c.get("/model_info").json()
+            r_chat, r_native = c.post("/v1/chat/completions", json=chat), c.post("/generate", json=native)
+        message = r_chat.json().get("message") if r_chat.status_code != 200 else None
+        answers.append((info.get("has_image_understanding"), r_chat.status_code, message, r_native.status_code))
+    print(f"real {answers[0]}\nsim  {answers[1]}")
+    assert answers[0] == answers[1]
