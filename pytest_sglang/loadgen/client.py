@@ -145,7 +145,7 @@ async def _stream(
                 reader.violate(f"a stream line longer than {longest:,} bytes for {rec.expected_output_len} tokens")
             if reader.stop:
                 return  # leaving the block closes the connection: nothing more is read
-            if cancel_after is not None and reader.text_chunks >= cancel_after and not reader.done \
+            if cancel_after is not None and reader.tokens_arrived() >= cancel_after and not reader.done \
                     and rec.error_kind is None:
                 rec.cancelled = True  # the client goes away: leaving the block closes the connection
                 return
