@@ -73,3 +73,32 @@ def test_run_counts_cancelled_apart(sim_factory: Any) -> None:
     assert result.total_output_tokens == 7 * 32  # the cancelled streams' tokens are in no figure
     assert result.total == 10 and result.to_dict()["cancelled"] == 3
     assert all(not r.cancelled for r in result.records)
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--cancel-rate", "1.5"], "error: LoadSpec.cancel_rate=1.5: must be a fraction of the requests from 0 to 1"),
+    (["--cancel-rate", "0.5", "--cancel-after-tokens", "0"], "error: LoadSpec.cancel_after_tokens=0: must be"),
+    (["--cancel-rate", "0.5", "--cancel-after-tokens", "8"], "error: LoadSpec.cancel_after_tokens=8: is not below "
+                                                             "output_len=8"),
+])
+def test_load_command_refuses_bad_cancel_flags(flags: list[str], message: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_sglang.cli.load import main
+
+    argv = ["--url", "http://x", "--concurrency", "2", "--requests", "4", "--input-len", "8", "--output-len", "8"]
+    with pytest.raises(SystemExit) as info:
+        main([*argv, *flags])
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_load_command_prints_the_cancelled_requests(sim_factory: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_sglang.cli.load import main
+
+    sim = sim_factory(*MODEL)
+    code = main(["--url", sim.url, "--concurrency", "2", "--requests", "4", "--input-len", "8", "--output-len", "16",
+                 "--cancel-rate", "0.5", "--cancel-after-tokens", "2"])
+    out = capsys.readouterr().out
+    assert code == 0, out  # cancelled requests are not failures
+    assert "Cancelled requests:" in out and "Successful requests:" in out
+    assert [line.split()[-1] for line in out.splitlines() if line.startswith(("Successful", "Cancelled"))] == ["2", "2"]
