@@ -49,3 +49,23 @@ def test_load():
     result = pytester.runpytest_subprocess("--sglang-launch=--model-path x", "--sglang-command=/nonexistent/sglang")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*cancel_rate*needs max_imbalance*"])
+
+
+PD_INNER = """
+import pytest
+
+
+@pytest.mark.sglang_pd(requests=8, concurrency=4, input_len=32, output_len=32, cancel_rate=0.5,
+                       cancel_after_tokens=4, max_drain_s=5)
+def test_storm(sglang_gate):
+    drained = [c for c in sglang_gate["pd"].checks if "within max_drain_s=5" in c.metric]
+    assert len(drained) == 4 and all(c.passed for c in drained)  # two gauges of each worker
+    assert "back at idle" in sglang_gate["pd"].context["cancellation"]
+"""
+
+
+def test_prefill_and_decode_workers_drain(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner=PD_INNER)
+    result = pytester.runpytest_subprocess("--sglang-simulate", "--sglang-prefill", "1", "--sglang-decode", "1",
+                                           "--sglang-launch", SIM_LAUNCH, "-p", "no:cacheprovider", "-rfE")
+    result.assert_outcomes(passed=1)
