@@ -227,7 +227,8 @@ def timeout_check(result: LoadResult, max_error_rate: float) -> Check | None:
     if result.not_sent:
         detail += f", {result.not_sent} not sent ({result.stopped})"
     return compare(
-        GATE, "timeout_rate", round(late / result.total, 6), "<=", max_error_rate, source=limits,
+        GATE, "timeout_rate", round(late / max(1, result.total - result.cancelled), 6), "<=", max_error_rate,
+        source=limits,
         detail=detail, keyword="max_error_rate",
         remedy="the server stalled or answers slower than the limits: read its log; raise request_timeout_s / "
                "load_timeout_s (--sglang-request-timeout / --sglang-load-timeout) only if it is merely slow",
@@ -281,7 +282,9 @@ def describe(result: LoadResult) -> dict[str, Any]:
             f"e2e p99 {result.p99_e2e_latency_ms:.1f} ms, concurrency {result.concurrency:.1f} "
             f"over {result.duration:.2f} s"
         ),
-        "integrity": f"{result.completed}/{total} completed; failed by kind: {dict(result.errors) or 'none'}",
+        "integrity": f"{result.completed}/{total} completed; failed by kind: {dict(result.errors) or 'none'}"
+                     + (f"; {result.cancelled} more cancelled on purpose (cancel_rate: in no figure)"
+                        if result.cancelled else ""),
     }
     if result.not_sent:
         context["stopped"] = result.stopped

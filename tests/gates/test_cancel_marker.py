@@ -34,6 +34,7 @@ def test_cancelled_requests_must_give_back_their_slots(pytester: pytest.Pytester
         report = (pytester.path / "report.json").read_text()
         assert "4 requests cancelled after 4 tokens (cancel_rate=0.5; counted apart" in report
         assert " back at idle after " in report and "NOT back" not in report
+        assert "4/4 completed; failed by kind: none; 4 more cancelled on purpose" in report
         return
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
