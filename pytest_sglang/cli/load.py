@@ -127,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_limits(p)
     p.add_argument("--flush-cache", action="store_true", help="POST /flush_cache after the warmup")
     p.add_argument("--disable-ignore-eos", action="store_true", help="let the model stop early")
+    p.add_argument("--cancel-rate", type=float, default=0.0, metavar="F",
+                   help="share of requests whose client goes away mid-answer (AIPerf's --request-cancellation-rate "
+                   "as a fraction; counted apart, not as errors; default 0)")
+    p.add_argument("--cancel-after-tokens", type=int, default=None, metavar="N",
+                   help="a cancelled request closes its stream after N tokens (default: half of --output-len)")
     p.add_argument("--model", default="default", help="model name sent to the OpenAI-compatible APIs")
     p.add_argument("--records", action="store_true", help="include per-request records in --json")
     return p
@@ -201,6 +206,8 @@ def spec_from_args(args: argparse.Namespace) -> LoadSpec:
         processes=args.processes,
         model=args.model,
         trace_time_scale=args.trace_time_scale,
+        cancel_rate=args.cancel_rate,
+        cancel_after_tokens=args.cancel_after_tokens,
     )
 
 
@@ -293,6 +300,8 @@ def summary(result: LoadResult) -> str:
     lines += [_row(f"  {kind}:", n) for kind, n in r.errors.items()]
     if r.not_sent:
         lines.append(_row("Requests not sent:", r.not_sent))
+    if r.cancelled:  # gone on purpose: in no figure below
+        lines.append(_row("Cancelled requests:", r.cancelled))
     lines += [
         _row("Benchmark duration (s):", f"{r.duration:.2f}"),
         _row("Total input tokens:", r.total_input_tokens),

@@ -26,11 +26,22 @@ from pytest_sglang.formatting import fmt
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates import throughput as tput
 from pytest_sglang.gates.base import Check, GateNotApplicable, GateOutcome, compare
+from pytest_sglang.gates.drain import Storm
 from pytest_sglang.gates.failover_run import RECOVER_WINDOW_S, TIMELINE, FailoverRun
 from pytest_sglang.gates.keywords import AtLeast, AtMost, Fraction, KeywordError, OneOf, Requires, Threshold
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.gates.shares import REQUESTS_KEY, SHARES_KEY, fleet_of
-from pytest_sglang.gates.throughput import Dataset, InFlight, Length, Requests, Timeout, TimeScale
+from pytest_sglang.gates.throughput import (
+    CancelAfter,
+    CancelRate,
+    Dataset,
+    DrainSeconds,
+    InFlight,
+    Length,
+    Requests,
+    Timeout,
+    TimeScale,
+)
 from pytest_sglang.loadgen import LoadSpec
 from pytest_sglang.loadgen.spec import APIS
 
@@ -60,7 +71,9 @@ _RESTORE_FIX = ("read the restarted worker's log and the gateway's; later tests 
 
 @keywords.rules(keywords.Always("the killed worker was killed and is restored, and the load's errors"),
                  Requires("max_recover_s", needs=("restart",), why="recovery is measured on the restarted worker",
-                         fix="drop max_recover_s, or leave restart at True"))
+                         fix="drop max_recover_s, or leave restart at True"),
+                 Requires("max_drain_s", needs=("cancel_rate",), why="the drain after cancelled requests",
+                          fix="give cancel_rate=0.2 too, or drop max_drain_s"))
 def run_marker(
     ctx: GateContext,
     *,
@@ -81,6 +94,9 @@ def run_marker(
     trace_time_scale: TimeScale = 1.0,
     request_timeout_s: Timeout = None,
     load_timeout_s: Timeout = None,
+    cancel_rate: CancelRate = None,
+    cancel_after_tokens: CancelAfter = None,
+    max_drain_s: DrainSeconds = None,
 ) -> GateOutcome:
     """``@pytest.mark.sglang_failover``: kill a worker under load, judge errors, detection and recovery.
 
@@ -93,6 +109,7 @@ def run_marker(
                                    input_len=input_len, output_len=output_len, api=api, dataset=dataset,
                                    trace_time_scale=trace_time_scale,
                                    request_timeout_s=request_timeout_s, load_timeout_s=load_timeout_s,
+                                   cancel_rate=cancel_rate or 0.0, cancel_after_tokens=cancel_after_tokens,
                                    sample_server_metrics=False))  # a gateway has no SGLang /metrics
     except ConfigError as exc:  # the load's own checks (e.g. the dataset's form): name the marker's keyword
         raise KeywordError(MARKER, {exc.source.removeprefix("LoadSpec."): exc.value}, exc.problem, exc.fix) from None
@@ -109,6 +126,10 @@ def run_marker(
                            f"give worker=0 to worker={len(fleet.workers) - 1}")
     run = FailoverRun(fleet, worker, signal.Signals[kill].value, spec, restart=restart, max_detect_s=max_detect_s,
                       max_recover_s=max_recover_s, api_key=ctx.server.api_key)
+    storm = Storm.before(fleet, max_drain_s) if cancel_rate or max_drain_s is not None else None
+    if storm is not None and not restart:  # the killed worker stays down: only the others can drain
+        storm.readers.pop(fleet.workers[worker].name(), None)
+        storm.idle.pop(fleet.workers[worker].name(), None)
     # The run-wide load lock: nothing else may load the fleet while one of its workers is down.
     with ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext():
         try:
@@ -117,8 +138,11 @@ def run_marker(
             run.restore()
             raise
         run.restore()
-    return judge(run, kill=kill, at=at, max_error_rate=max_error_rate, max_detect_s=max_detect_s,
-                 max_recover_s=max_recover_s)
+    outcome = judge(run, kill=kill, at=at, max_error_rate=max_error_rate, max_detect_s=max_detect_s,
+                    max_recover_s=max_recover_s)
+    if storm is not None and run.result is not None:
+        storm.judge(GATE, run.result, outcome)
+    return outcome
 
 
 def _spec(ctx: GateContext, spec: LoadSpec) -> LoadSpec:

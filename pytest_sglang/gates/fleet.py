@@ -27,10 +27,31 @@ from pytest_sglang.errors import SGLangError
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.consistency import FIELDS, compare_workers, views
-from pytest_sglang.gates.keywords import Always, AtLeast, EachOneOf, OneOf, OptionalCount, Threshold, rules
+from pytest_sglang.gates.drain import Storm
+from pytest_sglang.gates.keywords import (
+    Always,
+    AtLeast,
+    EachOneOf,
+    OneOf,
+    OptionalCount,
+    Requires,
+    Threshold,
+    rules,
+)
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.gates.shares import WorkerShares, fleet_of, measure
-from pytest_sglang.gates.throughput import Dataset, InFlight, Length, Requests, Timeout, TimeScale, load_spec
+from pytest_sglang.gates.throughput import (
+    CancelAfter,
+    CancelRate,
+    Dataset,
+    DrainSeconds,
+    InFlight,
+    Length,
+    Requests,
+    Timeout,
+    TimeScale,
+    load_spec,
+)
 from pytest_sglang.loadgen.spec import APIS
 
 if TYPE_CHECKING:
@@ -170,7 +191,12 @@ def cache_check(ctx: GateContext, fleet: SGLangFleet, out: GateOutcome) -> None:
                          "have been cached there")
 
 
-@rules(Always("the workers behind the gateway are healthy (min_healthy, or all of them)"))
+@rules(Always("the workers behind the gateway are healthy (min_healthy, or all of them)"),
+       Requires("cancel_rate", needs=("max_imbalance",),
+                why="the cancelled requests are part of the max_imbalance load",
+                fix="give max_imbalance too (the load is sent for it), or drop cancel_rate"),
+       Requires("max_drain_s", needs=("cancel_rate",), why="the drain after cancelled requests",
+                fix="give cancel_rate=0.2 too, or drop max_drain_s"))
 def run_marker(
     ctx: GateContext,
     *,
@@ -189,6 +215,9 @@ def run_marker(
     trace_time_scale: TimeScale = 1.0,
     request_timeout_s: Timeout = None,
     load_timeout_s: Timeout = None,
+    cancel_rate: CancelRate = None,
+    cancel_after_tokens: CancelAfter = None,
+    max_drain_s: DrainSeconds = None,
 ) -> GateOutcome:
     """``@pytest.mark.sglang_fleet``: health, consistency, request shares and cache-aware routing of a fleet.
 
@@ -210,9 +239,12 @@ def run_marker(
         spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                          output_len=output_len, api=api, request_timeout_s=request_timeout_s,
                          load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
-                         marker="sglang_fleet")
+                         marker="sglang_fleet", cancel_rate=cancel_rate or 0.0, cancel_after_tokens=cancel_after_tokens)
+        storm = Storm.before(fleet, max_drain_s) if cancel_rate or max_drain_s is not None else None
         result, shares = measure(fleet, lambda: ctx.load(spec))
         out.checks += balance_checks(fleet, shares, result, max_imbalance)
+        if storm is not None:  # each worker's own /metrics: the gateway's has no running requests or KV
+            storm.judge(GATE, result, out)
         shares.record(out)
         out.context["load"] = (f"{result.spec.shape()} through the gateway: {result.completed} completed, "
                                f"{result.failed} failed {dict(result.errors) or ''}".rstrip())

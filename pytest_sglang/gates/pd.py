@@ -33,6 +33,7 @@ from pytest_sglang.accuracy import TASKS
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates import throughput as tput
 from pytest_sglang.gates.base import Check, GateOutcome
+from pytest_sglang.gates.drain import Storm
 from pytest_sglang.gates.keywords import AtLeast, AtMost, Fraction, OneOf, Requires, Threshold, sglang_choices
 from pytest_sglang.gates.pd_parity import Parity, run_parity
 from pytest_sglang.gates.pd_roles import (
@@ -47,12 +48,23 @@ from pytest_sglang.gates.pd_roles import (
 from pytest_sglang.gates.pd_transfer import Limits, TransferWindow, read_all, transfer_checks
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.shares import fleet_of
-from pytest_sglang.gates.throughput import Dataset, InFlight, Length, Requests, Timeout, TimeScale, load_spec
+from pytest_sglang.gates.throughput import (
+    CancelAfter,
+    CancelRate,
+    Dataset,
+    DrainSeconds,
+    InFlight,
+    Length,
+    Requests,
+    Timeout,
+    TimeScale,
+    load_spec,
+)
 from pytest_sglang.loadgen.spec import APIS
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import SGLangFleet
-    from pytest_sglang.loadgen import LoadSpec
+    from pytest_sglang.loadgen import LoadResult, LoadSpec
 
 __all__ = ["run_marker"]
 
@@ -96,7 +108,7 @@ def _needs_pd(check: Check) -> GateOutcome:
 
 
 def _under_load(ctx: GateContext, fleet: SGLangFleet, spec: LoadSpec, limits: Limits, max_error_rate: float,
-                out: GateOutcome) -> None:
+                out: GateOutcome) -> LoadResult:
     workers = list(fleet.workers)
     before = read_all(workers)
     result = ctx.load(spec)
@@ -111,6 +123,7 @@ def _under_load(ctx: GateContext, fleet: SGLangFleet, spec: LoadSpec, limits: Li
     out.context.update(context)
     out.context["kv transfer"] = (window.describe(result) if not window.missing
                                   else f"unknown: {window.why_unknown()}")
+    return result
 
 
 @keywords.rules(
@@ -121,7 +134,9 @@ def _under_load(ctx: GateContext, fleet: SGLangFleet, spec: LoadSpec, limits: Li
              fix="add parity=True"),
     *(Requires(k, needs=("load",), why="it is measured under the gate's load", fix="drop load=False")
       for k in ("max_transfer_failures", "max_transfer_failure_rate", "max_bootstrap_failures",
-                "max_bootstrap_failure_rate", "max_transfer_share", "max_transfer_ms")),
+                "max_bootstrap_failure_rate", "max_transfer_share", "max_transfer_ms", "cancel_rate")),
+    Requires("max_drain_s", needs=("cancel_rate",), why="the drain after cancelled requests",
+             fix="give cancel_rate=0.2 too, or drop max_drain_s"),
 )
 def run_marker(
     ctx: GateContext,
@@ -146,6 +161,9 @@ def run_marker(
     trace_time_scale: TimeScale = 1.0,
     request_timeout_s: Timeout = None,
     load_timeout_s: Timeout = None,
+    cancel_rate: CancelRate = None,
+    cancel_after_tokens: CancelAfter = None,
+    max_drain_s: DrainSeconds = None,
     parity: bool = False,
     parity_prompts: Annotated[int, AtLeast(1), AtMost(24)] = 8,
     parity_max_new_tokens: Annotated[int, AtLeast(1), AtMost(256)] = 4,
@@ -179,8 +197,11 @@ def run_marker(
         spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                          output_len=output_len, api=api, request_timeout_s=request_timeout_s,
                          load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
-                         marker="sglang_pd")
-        _under_load(ctx, fleet, spec, limits, max_error_rate, out)
+                         marker="sglang_pd", cancel_rate=cancel_rate or 0.0, cancel_after_tokens=cancel_after_tokens)
+        storm = Storm.before(fleet, max_drain_s) if cancel_rate or max_drain_s is not None else None
+        result = _under_load(ctx, fleet, spec, limits, max_error_rate, out)
+        if storm is not None:  # prefill and decode workers alike: each gives back what the cancelled requests held
+            storm.judge(GATE, result, out)
     if parity:
         chosen = task if task is not None else ("gsm8k" if parity_accuracy else None)
         run_parity(ctx, fleet, Parity(parity_prompts, parity_max_new_tokens, parity_logprob_delta, chosen,

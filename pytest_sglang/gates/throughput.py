@@ -20,7 +20,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.gates import keywords
+from pytest_sglang.gates import drain, keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.keywords import (
     Above,
@@ -62,6 +62,10 @@ Dataset = str
 TimeScale = Annotated[float, Above(0)]
 #: ``prompt_token_tolerance_pct=``: % the server's prompt_tokens may differ from those sent (loadgen/tokencount.py).
 Tolerance = Annotated[float | None, AtLeast(0), AtMost(MAX_TOLERANCE_PCT)]
+#: ``cancel_rate=``, ``cancel_after_tokens=``, ``max_drain_s=``: a cancellation storm and its drain (gates/drain.py).
+CancelRate = Annotated[float | None, Fraction()]
+CancelAfter = Annotated[int | None, AtLeast(1), AtMost(MAX_LEN)]
+DrainSeconds = Annotated[float | None, Above(0), AtMost(3600)]
 _SOURCE = "load generator (client side, bench_serving definitions)"
 _THROUGHPUT_FIX = (
     "raise server capacity (--max-running-requests, --mem-fraction-static, --chunked-prefill-size, "
@@ -223,7 +227,8 @@ def timeout_check(result: LoadResult, max_error_rate: float) -> Check | None:
     if result.not_sent:
         detail += f", {result.not_sent} not sent ({result.stopped})"
     return compare(
-        GATE, "timeout_rate", round(late / result.total, 6), "<=", max_error_rate, source=limits,
+        GATE, "timeout_rate", round(late / max(1, result.total - result.cancelled), 6), "<=", max_error_rate,
+        source=limits,
         detail=detail, keyword="max_error_rate",
         remedy="the server stalled or answers slower than the limits: read its log; raise request_timeout_s / "
                "load_timeout_s (--sglang-request-timeout / --sglang-load-timeout) only if it is merely slow",
@@ -277,7 +282,9 @@ def describe(result: LoadResult) -> dict[str, Any]:
             f"e2e p99 {result.p99_e2e_latency_ms:.1f} ms, concurrency {result.concurrency:.1f} "
             f"over {result.duration:.2f} s"
         ),
-        "integrity": f"{result.completed}/{total} completed; failed by kind: {dict(result.errors) or 'none'}",
+        "integrity": f"{result.completed}/{total} completed; failed by kind: {dict(result.errors) or 'none'}"
+                     + (f"; {result.cancelled} more cancelled on purpose (cancel_rate: in no figure)"
+                        if result.cancelled else ""),
     }
     if result.not_sent:
         context["stopped"] = result.stopped
@@ -339,6 +346,7 @@ def median_result(results: Sequence[LoadResult]) -> LoadResult:
         server_view=view,
         warmup_errors=[e for r in results for e in r.warmup_errors],
         not_sent=sum(r.not_sent for r in results),
+        cancelled=sum(r.cancelled for r in results),
         stopped="; ".join(r.stopped for r in results if r.stopped),
         percentile_sample=sum(r.percentile_sample for r in results),
         first_failures=first_failures,
@@ -354,7 +362,8 @@ def load_spec(*, requests: int, concurrency: int | None, request_rate: float | N
               output_len: int, api: str, request_timeout_s: float | None, load_timeout_s: float | None,
               dataset: str = "random-ids", trace_time_scale: float = 1.0,
               marker: str = "sglang_throughput", nodes: int | None = None,
-              prompt_token_tolerance_pct: float | None = None) -> LoadSpec:
+              prompt_token_tolerance_pct: float | None = None, cancel_rate: float = 0.0,
+              cancel_after_tokens: int | None = None) -> LoadSpec:
     """The load of the load-shape keywords (``sglang_throughput``, ``sglang_fleet``, ... share them).
 
     The load's own checks (the dataset's form, a trace file's rows, a multiturn dataset's api) fail as
@@ -365,7 +374,8 @@ def load_spec(*, requests: int, concurrency: int | None, request_rate: float | N
                         output_len=output_len, api=api, request_timeout_s=request_timeout_s,
                         load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
                         nodes=nodes or 1,  # None: the run's --sglang-load-nodes (applied by the plugin's load)
-                        prompt_token_tolerance_pct=prompt_token_tolerance_pct)
+                        prompt_token_tolerance_pct=prompt_token_tolerance_pct, cancel_rate=cancel_rate,
+                        cancel_after_tokens=cancel_after_tokens)
         if dataset != "random-ids":
             PromptSource(spec)  # the file and the rows the load uses (a trace is read streaming, bounded)
         return spec
@@ -374,7 +384,9 @@ def load_spec(*, requests: int, concurrency: int | None, request_rate: float | N
         raise KeywordError(f"@pytest.mark.{marker}", {name: exc.value}, exc.problem, exc.fix) from None
 
 
-@keywords.rules(keywords.AnyOf((*FLOORS, "max_error_rate"), vacuous={"max_error_rate": 1.0}))
+@keywords.rules(keywords.AnyOf((*FLOORS, "max_error_rate"), vacuous={"max_error_rate": 1.0}),
+                keywords.Requires("max_drain_s", ("cancel_rate",), "the drain after cancelled requests",
+                                  "give cancel_rate=0.2 too, or drop max_drain_s"))
 def run_marker(
     ctx: GateContext,
     *,
@@ -400,6 +412,9 @@ def run_marker(
     load_timeout_s: Timeout = None,
     load_nodes: OptionalCount = None,
     prompt_token_tolerance_pct: Tolerance = None,
+    cancel_rate: CancelRate = None,
+    cancel_after_tokens: CancelAfter = None,
+    max_drain_s: DrainSeconds = None,
 ) -> GateOutcome:
     """``@pytest.mark.sglang_throughput``: run the load ``repeats`` times and judge the median run.
 
@@ -423,8 +438,12 @@ def run_marker(
     spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
                      output_len=output_len, api=api, request_timeout_s=request_timeout_s,
                      load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
-                     nodes=load_nodes, prompt_token_tolerance_pct=prompt_token_tolerance_pct)
+                     nodes=load_nodes, prompt_token_tolerance_pct=prompt_token_tolerance_pct,
+                     cancel_rate=cancel_rate or 0.0, cancel_after_tokens=cancel_after_tokens)
     from pytest_sglang.gates.shares import run_loads
+
+    # cancel_rate=0 with max_drain_s: judged too, and its "requests cancelled" check fails (it cancels nothing)
+    storm = drain.Storm.before(ctx.server, max_drain_s) if cancel_rate or max_drain_s is not None else None
 
     # Each repeat sends other prompts (seed + k): with the same prompts, repeat 1 would fill the radix
     # cache (and a cache-aware gateway's tree) that repeats 2.. then hit, so the runs would not be
@@ -435,6 +454,8 @@ def run_marker(
     given = floors_given(locals())
     outcome = judge(result, given, max_error_rate, server_check(ctx.server, result), runs=results,
                     reading="proven" if proven else "favourable")
+    if storm is not None:
+        storm.judge(GATE, result, outcome)
     if shares is not None:
         shares.record(outcome)
         if not result.server_view:  # the sampler read the gateway's /metrics, which is not a worker's

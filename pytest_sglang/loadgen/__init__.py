@@ -79,7 +79,8 @@ def run_load(
         workload={**shard.workload, **vocab},
     )
     # What the run did to the server, for the summary (shards in child processes flush too: counted here).
-    ledger.note_requests(result.completed + result.failed, result.total_input_tokens, result.total_output_tokens)
+    ledger.note_requests(result.completed + result.failed + result.cancelled, result.total_input_tokens,
+                         result.total_output_tokens)
     if spec.flush_cache:
         ledger.note_flush()
     return result

@@ -71,10 +71,13 @@ async def send_request(
     clock_base: float,
     output_len: int | None = None,
     answer: list[str] | None = None,
+    cancel_after: int | None = None,
 ) -> RequestRecord:
     """Send one streaming request and measure it; never raises for a per-request failure.
 
     ``answer``: a list that receives the answer's text (chat API), for a conversation's next turn.
+    ``cancel_after``: close the connection once this many chunks of text arrived (a cancelled request,
+    :mod:`.cancel`); an answer that ends first is a normal one.
     """
     expected = prompt.output_len if output_len is None else output_len
     rec = RequestRecord(index=index, prompt_len=prompt.prompt_len, sent_prompt_len=prompt.prompt_len,
@@ -89,7 +92,7 @@ async def send_request(
     reader = make_reader(spec.api, rec, start, spec.ignore_eos, answer)
     state = {"headers": False}
     try:
-        await _within(limit, _stream(client, spec, body, reader, state))
+        await _within(limit, _stream(client, spec, body, reader, state, cancel_after))
     except asyncio.TimeoutError:
         rec.fail(
             "timeout",
@@ -98,6 +101,9 @@ async def send_request(
     except (httpx.HTTPError, aiohttp.ClientError, OSError) as exc:
         rec.fail(_kind(exc, state["headers"]), describe_exc(exc))
     if rec.error_kind is not None and rec.error_kind.startswith("http_"):
+        return rec
+    if rec.cancelled:  # gone on purpose: an unfinished stream is what was meant, not a truncation
+        rec.e2e = reader.last_line_t - start
         return rec
     return reader.finish()
 
@@ -111,7 +117,8 @@ def _kind(exc: BaseException, headers_seen: bool) -> str:
 
 
 async def _stream(
-    client: httpx.AsyncClient, spec: LoadSpec, body: bytes, reader: StreamReader, state: dict[str, bool]
+    client: httpx.AsyncClient, spec: LoadSpec, body: bytes, reader: StreamReader, state: dict[str, bool],
+    cancel_after: int | None = None,
 ) -> None:
     rec = reader.record
     clock = stream_clock()
@@ -138,6 +145,10 @@ async def _stream(
                 reader.violate(f"a stream line longer than {longest:,} bytes for {rec.expected_output_len} tokens")
             if reader.stop:
                 return  # leaving the block closes the connection: nothing more is read
+            if cancel_after is not None and reader.tokens_arrived() >= cancel_after and not reader.done \
+                    and rec.error_kind is None:
+                rec.cancelled = True  # the client goes away: leaving the block closes the connection
+                return
             mark = clock.count
 
 

@@ -195,6 +195,8 @@ class Collector:
     prompt_counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     #: Trace replay: the largest |send - scheduled| in seconds, exact over every request.
     late_max: float = 0.0
+    #: Requests whose client went away on purpose (``LoadSpec.cancel_rate``): kept out of every figure.
+    cancelled: int = 0
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -204,6 +206,9 @@ class Collector:
         return self.running is not None
 
     def add(self, rec: RequestRecord) -> None:
+        if rec.cancelled:
+            self.cancelled += 1
+            return
         self.seen += 1
         self._note_failure(rec)
         self._note_workload(rec)
@@ -267,6 +272,7 @@ class Collector:
         self.cache_unreported += other.cache_unreported
         self.prompt_counts = [a + b for a, b in zip(self.prompt_counts, other.prompt_counts, strict=True)]
         self.late_max = max(self.late_max, other.late_max)
+        self.cancelled += other.cancelled
         for kind, (index, text) in other.first.items():
             if kind not in self.first or index < self.first[kind][0]:
                 self.first[kind] = (index, text)

@@ -67,11 +67,13 @@ class RequestRecord:
     scheduled: float | None = None
     error: str | None = None
     error_kind: str | None = None
+    #: The client went away on purpose mid-answer (``LoadSpec.cancel_rate``): neither a success nor a failure.
+    cancelled: bool = False
 
     @property
     def success(self) -> bool:
-        """Whether the request completed without a failure."""
-        return self.error_kind is None
+        """Whether the request completed without a failure (a cancelled one did not complete)."""
+        return self.error_kind is None and not self.cancelled
 
     def fail(self, kind: str, error: str) -> None:
         """Record the first failure only: later symptoms follow from it.

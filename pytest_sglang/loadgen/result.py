@@ -19,7 +19,7 @@ _BACKENDS = {"native": "sglang", "completions": "sglang-oai", "chat": "sglang-oa
 _CONTEXT = frozenset({
     "spec", "url", "errors", "warmup_errors", "server_view", "records", "not_sent", "stopped",
     "percentile_sample", "first_failures", "refused_from_s", "cache_report", "workload",
-    "prompt_tokens",
+    "prompt_tokens", "cancelled",
 })
 
 
@@ -74,6 +74,9 @@ class LoadResult:
     server_view: dict[str, float] = field(default_factory=dict)
     #: Requests never sent: the load's deadline (``load_timeout_s``) passed first.
     not_sent: int = 0
+    #: Requests whose client went away on purpose mid-answer (``LoadSpec.cancel_rate``): neither completed
+    #: nor failed, and in no latency or throughput figure.
+    cancelled: int = 0
     #: Why the load stopped before sending every request ("" when it ran to the end).
     stopped: str = ""
     #: Requests the latency percentiles were computed from when they come from a uniform sample
@@ -106,8 +109,10 @@ class LoadResult:
         warmup_errors: Sequence[str] = (),
     ) -> LoadResult:
         """Aggregate the per-request ``records`` of a run that took ``duration`` seconds."""
-        records = sorted(records, key=lambda r: r.index)
+        cancelled = sum(1 for r in records if r.cancelled)
+        records = sorted((r for r in records if not r.cancelled), key=lambda r: r.index)
         return cls(
+            cancelled=cancelled,
             spec=spec,
             url=url,
             errors=error_counts(records),
@@ -143,6 +148,7 @@ class LoadResult:
             server_view=dict(server_view or {}),
             records=sorted(collector.records, key=lambda r: r.index),
             not_sent=not_sent,
+            cancelled=collector.cancelled,
             stopped=stopped,
             percentile_sample=len(collector.records) if collector.sampled else 0,
             first_failures=collector.failure_examples(),
@@ -168,7 +174,7 @@ class LoadResult:
     @property
     def total(self) -> int:
         """Requests the spec asked for that this result accounts for (sent or not)."""
-        return self.completed + self.failed + self.not_sent
+        return self.completed + self.failed + self.not_sent + self.cancelled
 
     @property
     def error_rate(self) -> float:
@@ -234,6 +240,7 @@ class LoadResult:
             "warmup_errors": list(self.warmup_errors),
             "server_view": dict(self.server_view),
             "not_sent": self.not_sent,
+            "cancelled": self.cancelled,
             "stopped": self.stopped,
             "percentile_sample": self.percentile_sample,
             "first_failures": dict(self.first_failures),

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from pytest_sglang.errors import LoadGenError
+from pytest_sglang.loadgen.cancel import cancelled_indices
 from pytest_sglang.loadgen.client import describe_exc, make_client, send_request
 from pytest_sglang.loadgen.collect import Collector
 from pytest_sglang.loadgen.datasets import PromptSource
@@ -266,8 +267,11 @@ async def run_shard(
     source = source if source is not None else PromptSource(spec)
     sampler = await start_sampler(client, sample, sampler)
 
+    cancel = cancelled_indices(spec.requests, spec.cancel_rate, spec.seed)
+
     def make(i: int) -> Coroutine[Any, Any, RequestRecord]:
-        return send_request(client, spec, source.get(i), i, clock_base=clock_base)
+        return send_request(client, spec, source.get(i), i, clock_base=clock_base,
+                            cancel_after=spec.cancel_after() if i in cancel else None)
 
     arrivals = arrival_offsets(shard.request_rate, spec.burstiness, shard.seed) if shard.request_rate else None
     driver = Driver(collector.add, deadline, progress, len(indices))

@@ -9,6 +9,7 @@ from dataclasses import InitVar, dataclass
 from typing import Any
 
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.loadgen.cancel import cancel_count
 from pytest_sglang.loadgen.workloads import DEFAULT_TRACE_CAP, TRACE_KINDS, multiturn_shape
 
 APIS = ("native", "chat", "completions")
@@ -109,6 +110,12 @@ class LoadSpec:
     #: flagged (:mod:`.tokencount`): beyond, input tok/s counts tokens the client did not send. None:
     #: 5 % where ids were sent; a chat load (its template and tokenizer add tokens) is then reported only.
     prompt_token_tolerance_pct: float | None = None
+    #: The share of timed requests whose client goes away mid-answer (AIPerf's ``--request-cancellation-rate``,
+    #: as a fraction): exactly ``round(cancel_rate x requests)`` of them, chosen with ``seed`` (:mod:`.cancel`).
+    cancel_rate: float = 0.0
+    #: A cancelled request's client closes the connection once this many chunks of text arrived (one token each
+    #: at SGLang's default ``--stream-interval 1``); None = half of ``output_len``. Needs ``cancel_rate``.
+    cancel_after_tokens: int | None = None
     timeout_s: InitVar[float | None] = None
 
     def __post_init__(self, timeout_s: float | None) -> None:
@@ -125,6 +132,7 @@ class LoadSpec:
         self._check_shape()
         self._check_sizes()
         self._check_other()
+        self._check_cancel()
 
     def _check_shape(self) -> None:
         _count("requests", self.requests, MAX_REQUESTS, "run for a fixed time with load_timeout_s= instead")
@@ -208,6 +216,35 @@ class LoadSpec:
         if vocab is not None and (isinstance(vocab, bool) or not isinstance(vocab, int) or not 11 < vocab <= MAX_VOCAB):
             _bad("vocab_size", vocab, f"must be a whole number of tokens from 12 to {MAX_VOCAB:,}",
                  "give the model's vocabulary size (config.json vocab_size), or None to read it from the server")
+
+    def _check_cancel(self) -> None:
+        rate, after = self.cancel_rate, self.cancel_after_tokens
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
+            _bad("cancel_rate", rate, "must be a fraction of the requests from 0 to 1",
+                 "use 0.2 to cancel one request in five mid-answer (0 = none)")
+        if after is not None:
+            if isinstance(after, bool) or not isinstance(after, int) or after < 1:
+                _bad("cancel_after_tokens", after, "must be a whole number of tokens >= 1",
+                     "give the tokens a cancelled request reads before it goes away, e.g. 8")
+            if not rate:
+                _bad("cancel_after_tokens", after, "cancels nothing without cancel_rate (it is 0)",
+                     "give cancel_rate=0.2 too, or drop cancel_after_tokens")
+        if not rate:
+            return
+        if self.dataset.partition(":")[0] not in ("random-ids", "sharegpt", "jsonl"):
+            _bad("cancel_rate", rate, f"applies to random-ids, sharegpt and jsonl loads, not to dataset {self.dataset}",
+                 "drop cancel_rate, or use a random-ids/sharegpt/jsonl dataset")
+        if self.cancel_after() >= self.output_len:
+            _bad("cancel_after_tokens", self.cancel_after(), f"is not below output_len={self.output_len}: the answer "
+                 "ends before the client goes away, so no request is cancelled and the drain checks nothing",
+                 f"give cancel_after_tokens from 1 to {self.output_len - 1}, or a longer output_len")
+        if not cancel_count(self.requests, rate):
+            _bad("cancel_rate", rate, f"of requests={self.requests} cancels no request (round(rate x requests) = 0)",
+                 f"give cancel_rate >= {0.5 / self.requests:.3g}, or more requests")
+
+    def cancel_after(self) -> int:
+        """Tokens a cancelled request reads before its client goes away: ``cancel_after_tokens``, or half the answer."""
+        return self.cancel_after_tokens if self.cancel_after_tokens is not None else max(1, self.output_len // 2)
 
     def _check_dataset(self) -> None:
         kind, path = dataset_parts(self.dataset)

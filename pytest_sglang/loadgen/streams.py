@@ -100,6 +100,14 @@ class StreamReader:
             return False
         return True
 
+    def tokens_arrived(self) -> int:
+        """Tokens received so far (what a cancelled request counts before it goes away).
+
+        The server's running count where the API sends one (``/generate``'s ``completion_tokens``), else
+        the chunks with text (a model whose tokens decode to no text sends few of those).
+        """
+        return max(self.text_chunks, self.record.output_len)
+
     def finish(self, end: float | None = None) -> RequestRecord:
         """Close the measurement: e2e, then integrity (first failure wins)."""
         rec = self.record
@@ -304,6 +312,10 @@ class OpenAIReader(StreamReader):
         if text and self.token_text(t):
             self.record.itl.append(t - self.last_token_t)
             self.last_token_t = t
+
+    def tokens_arrived(self) -> int:
+        """:meth:`StreamReader.tokens_arrived`, or the ``token_ids`` received (``return_token_ids``) when more."""
+        return max(super().tokens_arrived(), self.token_ids or 0)
 
     def check_count(self) -> None:
         if not self.usage_seen:

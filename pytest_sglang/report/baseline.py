@@ -81,7 +81,7 @@ ALIASES: dict[str, str] = {
 KNOWN_METRICS = frozenset(
     # The figures of a load: its numbers (a dict such as prompt_tokens or workload is not one), less the
     # counters that say how it was measured rather than how the server did.
-    {f.name for f in fields(LoadResult) if f.type in ("int", "float")} - {"not_sent", "percentile_sample"}
+    {f.name for f in fields(LoadResult) if f.type in ("int", "float")} - {"not_sent", "percentile_sample", "cancelled"}
 ) | set(CAPACITY_METRICS) | {"context_length", "host_hit_tokens", "host_device_ratio", "repeat_gain",
                               "live_concurrent_requests", "live_completed_requests", "healthy_workers"}
 #: Gates whose records are not compared as gate figures: throughput/SLO figures are load metrics
