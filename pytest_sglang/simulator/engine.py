@@ -19,8 +19,8 @@ from pytest_sglang.simulator.profiles import Speed
 from pytest_sglang.simulator.radix import RadixCache
 from pytest_sglang.simulator.request import Request
 from pytest_sglang.simulator.speculative import Speculation
-from pytest_sglang.simulator.storage_tier import BACKEND_NAME, FileTier
 from pytest_sglang.simulator.stats import Stats
+from pytest_sglang.simulator.storage_tier import BACKEND_NAME, FileTier
 
 
 class Engine:
