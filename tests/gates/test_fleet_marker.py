@@ -18,8 +18,9 @@ LOAD = dict(requests=29, concurrency=3, input_len=32, output_len=4)
 @pytest.mark.sglang_fleet(min_healthy=3, max_imbalance=0.1, **LOAD)
 def test_healthy_alike_and_even(sglang_gate, sglang_fleet):
     outcome = sglang_gate["fleet"]
-    assert [c.metric for c in outcome.checks] == ["healthy_workers", "differing_fields", "request_imbalance"]
-    assert outcome.checks[2].measured == 0  # round robin: 29 requests + 1 warmup = 10 each
+    assert [c.metric for c in outcome.checks] == ["healthy_workers", "differing_fields", "registration_mismatches",
+                                                    "request_imbalance"]
+    assert outcome.checks[3].measured == 0  # round robin: 29 requests + 1 warmup = 10 each
     assert set(outcome.context["worker_requests"]) == {w.url for w in sglang_fleet.workers}
 
 
