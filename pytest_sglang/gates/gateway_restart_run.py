@@ -48,7 +48,8 @@ class GatewayRestartRun:
     done_at_restart: int = 0
 
     def window(self) -> float:
-        return max(self.max_recover_s or 0.0, RECOVER_WINDOW_S)
+        """Seconds the recovery is watched after the restart: ``max_recover_s``, else :data:`RECOVER_WINDOW_S`."""
+        return self.max_recover_s if self.max_recover_s is not None else RECOVER_WINDOW_S
 
     def execute(self, at: float) -> None:
         """Run the load, restart the gateway at ``at`` x requests finished, watch until every worker is routed."""

@@ -25,17 +25,17 @@ import pytest
 
 
 @pytest.mark.sglang_failover(target="gateway", requests=200, concurrency=8, input_len=32, output_len=32,
-                             max_error_rate=1, max_recover_s=60)
+                             max_error_rate=1, max_recover_s=30)
 def test_gateway_restart(sglang_gate):
     record = sglang_gate["failover"].context["failover"]
     assert record["target"] == "gateway" and record["restarted_after"] >= 60  # at=0.3 of 200 requests
     assert len(record["workers_before"]) == 2
 
 
-def test_the_gateway_serves_after(sglang_fleet):
+def test_the_gateway_answers_after(sglang_fleet):  # 404 when it came back empty: "No worker available"
     with sglang_fleet.client() as client:
         assert client.post("/generate", json={"text": "hi", "sampling_params": {"max_new_tokens": 1}}).status_code \\
-            in (200, 503)
+            in (200, 404)
 """
 #: A gateway command that drops --worker-urls from its second start on (the state a restart loses).
 FORGETFUL = """
@@ -62,7 +62,8 @@ def _run(pytester: pytest.Pytester, *extra: str) -> pytest.RunResult:
 def test_a_gateway_that_comes_back_with_its_workers_passes(pytester: pytest.Pytester) -> None:
     result = _run(pytester)
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*failover*workers_after_restart*2 workers*>= 2 workers*ok*"])
+    result.stdout.fnmatch_lines(["*failover*workers_after_restart*2 workers*>= 2 workers*ok*",
+                                 "*gateway SIGKILL: * errors (*)*"])
 
 
 def test_a_gateway_that_comes_back_empty_is_caught(pytester: pytest.Pytester, tmp_path: Path) -> None:
@@ -71,7 +72,7 @@ def test_a_gateway_that_comes_back_empty_is_caught(pytester: pytest.Pytester, tm
     result = _run(pytester, "--sglang-gateway-command", f"{sys.executable} {script}")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
-        "sglang failover gate failed: workers_after_restart 0 workers (required >= 2 workers)*",
+        "sglang failover gate failed: workers_after_restart 0 workers (required >= 2)*",
         "*the restarted gateway did not list every worker again (smg#752, smg#1419: a gateway that comes up empty)*",
     ])
 

@@ -60,6 +60,7 @@ def test_round_robin_fleet_is_even_but_not_cache_aware(pytester: pytest.Pytester
         "and each worker's own GET /health (200); required: every listed worker (3)[]]: ok",
         "  differing_fields: measured none, required == none [[]each worker's own /server_info: 51 launch fields "
         "compared[]]: ok",
+        "  registration_mismatches: measured none, required == none [[]*: 3 worker(s)[]]: ok",
         "  cached_tokens_via_gateway: measured * tokens, required >= * tokens [[]sum of meta_info.cached_tokens "
         "over 65 requests per pass; required: random routing's * + half of the * reusable tokens it missed "
         "(ideal routing caches 3,328)[]]: FAILED",
