@@ -68,6 +68,18 @@ def judge_gateway(run: GatewayRestartRun, *, kill: str, at: float, max_error_rat
     return outcome
 
 
+def _timeline(run: GatewayRestartRun) -> dict[str, float | None]:
+    """The events in seconds from the start of the timed load (the reports' failover timeline keys)."""
+    records = run.result.records if run.result is not None else []
+    origin = records[0].start_time - records[0].start if records else run.times.get("restart", 0.0)
+    failed = sorted(r.start + r.e2e for r in records if r.error_kind)
+    out = {k: round(run.times[k] - origin, 3) if k in run.times else None for k in ("restart", "restarted",
+                                                                                   "recovered")}
+    out.update(first_error=round(failed[0], 3) if failed else None, last_error=round(failed[-1], 3) if failed
+               else None, load_end=round(run.result.duration, 3) if run.result is not None else None)
+    return out
+
+
 def _context(run: GatewayRestartRun, kill: str) -> dict[str, Any]:
     result = run.result
     assert result is not None
@@ -90,5 +102,6 @@ def _context(run: GatewayRestartRun, kill: str) -> dict[str, Any]:
         "errors": dict(result.errors), "error_rate": round(result.error_rate, 6) if result.completed + result.failed
         else None, "workers_before": list(run.before), "workers_after": list(run.healthy_after),
         "recover_s": run.seconds("restart", "recovered"), "shares_after_restart": shares,
+        "timeline_s": _timeline(run),
     }
     return context
