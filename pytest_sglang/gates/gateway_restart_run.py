@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pytest_sglang.errors import LoadGenError
-from pytest_sglang.gates.failover_run import POLL_S, PROBE_EVERY_S, RECOVER_WINDOW_S, Snapshot, _Load, snapshot
+from pytest_sglang.gates.failover_run import POLL_S, PROBE_EVERY_S, RECOVER_WINDOW_S, LoadThread, Snapshot, snapshot
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ class GatewayRestartRun:
     def execute(self, at: float) -> None:
         """Run the load, restart the gateway at ``at`` x requests finished, watch until every worker is routed."""
         at_count = max(1, min(self.spec.requests, round(at * self.spec.requests)))
-        load = _Load(self.fleet.gateway.url, self.spec, self.api_key, at_count)
+        load = LoadThread(self.fleet.gateway.url, self.spec, self.api_key, at_count)
         first = snapshot(self.fleet)
         self.before = tuple(sorted(u for u, ok in first.healthy.items() if ok))
         deadline = time.monotonic() + self.spec.load_timeout() + self.window() + 60.0
@@ -85,7 +85,7 @@ class GatewayRestartRun:
         self.routed_known = self.routed_known or bool(snap.routed)
         self.routed_after = dict(snap.routed)
 
-    def _watch(self, load: _Load, *, until: float) -> None:
+    def _watch(self, load: LoadThread, *, until: float) -> None:
         """Poll until every worker listed before is listed healthy again and routed a request, or ``until``."""
         probes, next_probe = 0, 0.0
         while time.monotonic() < until:
