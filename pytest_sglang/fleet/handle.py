@@ -139,6 +139,8 @@ class SGLangFleet:
     restarter: Callable[[WorkerHandle], SGLangServer] | None = None
     #: The gateway's own Prometheus endpoint (a separate port), when known (launched fleets).
     metrics_url: str | None = None
+    #: Launch mode: sends the gateway a signal, then starts the same gateway command on the same ports.
+    gateway_restarter: Callable[[int], None] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -332,6 +334,15 @@ class SGLangFleet:
                 old.stop(grace_s=1.0)
             worker.server = self.restarter(worker)
         return worker
+
+    def restart_gateway(self, signum: int = signal.SIGKILL) -> None:
+        """Send the launched gateway ``signum``, then start it again (same argv, same ports); no wait for ready."""
+        if self.gateway_restarter is None:
+            raise ConfigError("restart_gateway", self.gateway.describe(), "the gateway was attached (--sglang-url): "
+                              "pytest-sglang did not start it and never signals it",
+                              "launch the fleet with --sglang-workers N")
+        with self._lock:
+            self.gateway_restarter(signum)
 
     def exit_statuses(self) -> dict[int, ExitStatus | None]:
         """How each launched worker ended (None while running)."""

@@ -355,7 +355,8 @@ def _start_gateway(config: LaunchConfig, spec: FleetSpec, command: GatewayComman
     # The flavour the gateway shows wins over the command's name (an "smg" script may be sglang-router's).
     version = command.version if command.flavor == discovery.flavor else None
     fleet = SGLangFleet(gateway, discovery.flavor, handles, version=version, direct=spec.direct,
-                        restarter=_restarter(progress), metrics_url=f"http://{host}:{metrics_port}/metrics")
+                        restarter=_restarter(progress), metrics_url=f"http://{host}:{metrics_port}/metrics",
+                        gateway_restarter=_gateway_restarter(gateway, argv, log_path, config.env_dict))
     if progress is not None:
         progress.line(f"gateway ready at {url}: {fleet.summary()} "
                       f"({time.monotonic() - started:.1f}s since the start)")
@@ -378,6 +379,22 @@ def _numbered_as_launched(handles: list[WorkerHandle], servers: list[SGLangServe
     for index, handle in enumerate([*launched, *others]):
         handle.index = index
     return [*launched, *others]
+
+
+def _gateway_restarter(gateway: SGLangServer, argv: list[str], log_path: Path,
+                       env: dict[str, str]) -> Callable[[int], None]:
+    """A container restart of the gateway: the signal, its exit, the same command again on the same ports."""
+    def restart(signum: int) -> None:
+        old = gateway.process
+        if old is not None:
+            old.kill(signum)
+            old.stop(grace_s=5.0)  # reaps it (and SIGKILLs a gateway that ignored a gentler signal)
+            cleanup.untrack(old)
+        proc = start_gateway(argv, url=gateway.url, log_path=log_path, env=env)
+        cleanup.track(proc)
+        gateway.process = proc
+
+    return restart
 
 
 def _restarter(progress: FleetProgress | None) -> Callable[[WorkerHandle], SGLangServer]:

@@ -46,12 +46,14 @@ from pytest_sglang.loadgen import LoadSpec
 from pytest_sglang.loadgen.spec import APIS
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.fleet.handle import Handle, SGLangFleet
 
 GATE = "failover"
 MARKER = "@pytest.mark.sglang_failover"
 #: Signals a failover test may send: death (KILL), shutdowns (TERM, INT, QUIT), a hang (STOP).
 SIGNALS = ("SIGKILL", "SIGTERM", "SIGINT", "SIGQUIT", "SIGSTOP")
+#: What the gate takes down: one worker (default) or the gateway in front of them.
+TARGETS = ("worker", "gateway")
 Signal = Annotated[str, OneOf(SIGNALS, origin="signals a worker can be sent")]
 #: A fraction of the requests finished: 1.0 would kill after the load, when nothing can be seen.
 At = Annotated[float, AtLeast(0.01), AtMost(0.99)]
@@ -97,8 +99,12 @@ def run_marker(
     cancel_rate: CancelRate = None,
     cancel_after_tokens: CancelAfter = None,
     max_drain_s: DrainSeconds = None,
+    target: Annotated[str, OneOf(TARGETS, origin="what the gate restarts")] = "worker",
 ) -> GateOutcome:
     """``@pytest.mark.sglang_failover``: kill a worker under load, judge errors, detection and recovery.
+
+    ``target="gateway"`` restarts the gateway instead (:mod:`.failover_gateway`): errors, every worker listed and
+    routed again, ``max_recover_s`` from the restart, and each worker's share afterwards.
 
     This signature declares the marker's keywords (types, defaults, ranges): the plugin validates a
     marker against it at collection and shows it in ``pytest --markers``.
@@ -113,6 +119,9 @@ def run_marker(
                                    sample_server_metrics=False))  # a gateway has no SGLang /metrics
     except ConfigError as exc:  # the load's own checks (e.g. the dataset's form): name the marker's keyword
         raise KeywordError(MARKER, {exc.source.removeprefix("LoadSpec."): exc.value}, exc.problem, exc.fix) from None
+    if target == "gateway":
+        _check_gateway_keywords(worker=worker, restart=restart, max_detect_s=max_detect_s, cancel_rate=cancel_rate,
+                                max_drain_s=max_drain_s)
     fleet = fleet_of(ctx.server)
     if fleet is None:
         return _no_fleet(ctx.server)
@@ -121,6 +130,9 @@ def run_marker(
             f"sglang_failover: the fleet behind {ctx.server.server_url} was attached, not launched, and "
             "pytest-sglang never kills workers it did not start (launch it with --sglang-workers N; under "
             "xdist only the controller launches: run failover tests without -n)")
+    if target == "gateway":
+        return _restart_gateway(ctx, fleet, signal.Signals[kill].value, spec, kill=kill, at=at,
+                                max_error_rate=max_error_rate, max_recover_s=max_recover_s)
     if worker >= len(fleet.workers):
         raise KeywordError(MARKER, {"worker": worker}, f"is not a worker of this fleet of {len(fleet.workers)}",
                            f"give worker=0 to worker={len(fleet.workers) - 1}")
@@ -143,6 +155,31 @@ def run_marker(
     if storm is not None and run.result is not None:
         storm.judge(GATE, run.result, outcome)
     return outcome
+
+
+def _check_gateway_keywords(*, worker: int, restart: bool, max_detect_s: float | None, cancel_rate: float | None,
+                            max_drain_s: float | None) -> None:
+    """Keywords of a worker failover that mean nothing when the gateway is restarted: a usage error."""
+    killed = "target='gateway' restarts the gateway: no worker is killed, detected or restarted"
+    # The drain after a cancellation storm is judged on a worker failover only: here it would check nothing.
+    drained = "target='gateway' does not judge the workers' drain after cancelled requests"
+    for name, value, ok, problem in (("worker", worker, worker == 0, killed), ("restart", restart, restart, killed),
+                                     ("max_detect_s", max_detect_s, max_detect_s is None, killed),
+                                     ("cancel_rate", cancel_rate, not cancel_rate, drained),
+                                     ("max_drain_s", max_drain_s, max_drain_s is None, drained)):
+        if not ok:
+            raise KeywordError(MARKER, {"target": "gateway", name: value}, problem, f"drop {name}, or target='gateway'")
+
+
+def _restart_gateway(ctx: GateContext, fleet: SGLangFleet, signum: int, spec: LoadSpec, *, kill: str, at: float,
+                     max_error_rate: float, max_recover_s: float | None) -> GateOutcome:
+    from pytest_sglang.gates.failover_gateway import judge_gateway
+    from pytest_sglang.gates.gateway_restart_run import GatewayRestartRun
+
+    run = GatewayRestartRun(fleet, signum, spec, max_recover_s=max_recover_s, api_key=ctx.server.api_key)
+    with ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext():
+        run.execute(at)
+    return judge_gateway(run, kill=kill, at=at, max_error_rate=max_error_rate, max_recover_s=max_recover_s)
 
 
 def _spec(ctx: GateContext, spec: LoadSpec) -> LoadSpec:

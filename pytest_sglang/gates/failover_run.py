@@ -27,7 +27,7 @@ from pytest_sglang.sglang import metrics_text as promtext
 if TYPE_CHECKING:
     from pytest_sglang.fleet import SGLangFleet
 
-__all__ = ["POLL_S", "RECOVER_WINDOW_S", "TIMELINE", "FailoverRun", "Snapshot", "snapshot"]
+__all__ = ["POLL_S", "RECOVER_WINDOW_S", "TIMELINE", "FailoverRun", "LoadThread", "Snapshot", "snapshot"]
 
 POLL_S = 0.1
 #: How long recovery (and, with restart=False, the restore) is awaited without max_recover_s.
@@ -75,7 +75,7 @@ def snapshot(fleet: SGLangFleet) -> Snapshot:
     return Snapshot(time.time(), healthy, cb_open, _by_worker(metrics, counter))
 
 
-class _Load(threading.Thread):
+class LoadThread(threading.Thread):
     """The load through the gateway; ``reached`` is set once ``at_count`` requests finished, or it ended."""
 
     def __init__(self, url: str, spec: LoadSpec, api_key: str | None, at_count: int) -> None:
@@ -123,7 +123,7 @@ class FailoverRun:
     restore_error: str = ""
     result: LoadResult | None = None
     done_at_kill: int = 0
-    _load: _Load | None = None
+    _load: LoadThread | None = None
     _routed: float | None = None
 
     @property
@@ -145,7 +145,7 @@ class FailoverRun:
         call :meth:`restore` whatever happens (but a Ctrl-C), so the fleet is whole again.
         """
         at_count = max(1, min(self.spec.requests, round(at * self.spec.requests)))
-        self._load = load = _Load(self.fleet.gateway.url, self.spec, self.api_key, at_count)
+        self._load = load = LoadThread(self.fleet.gateway.url, self.spec, self.api_key, at_count)
         self.before = snapshot(self.fleet)
         # One deadline for every wait of the gate (a restart has its own start-up deadline on top).
         deadline = (time.monotonic() + self.spec.load_timeout() + (self.max_detect_s or 0.0)

@@ -7,7 +7,9 @@ Four checks, each on by its keyword:
   machine cannot reach is judged by the gateway's view alone (and the message says so).
 * ``consistent=True`` (default): every worker runs the same SGLang version, model and launch
   configuration, and loaded the same weights (``/weights_checker`` checksums, :mod:`.consistency`);
-  ``ignore=[...]`` leaves fields out (``"weights_checksum"`` the weights).
+  ``ignore=[...]`` leaves fields out (``"weights_checksum"`` the weights). The gateway registered each worker
+  as what it serves (``GET /workers`` model_id, worker_type, labels), and none as the model ``unknown``
+  (:mod:`.registration`).
 * ``max_imbalance=X``: a load sent through the gateway (the ``sglang_throughput`` load keywords), and
   each worker's share of the requests it served (its own ``/metrics``, :mod:`.shares`). With N workers
   of a role the fair share is 1/N, and the imbalance is ``max |share - 1/N| / (1/N)``: 0 is a perfect
@@ -38,6 +40,7 @@ from pytest_sglang.gates.keywords import (
     Threshold,
     rules,
 )
+from pytest_sglang.gates.registration import registration_check
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.gates.shares import WorkerShares, fleet_of, measure
 from pytest_sglang.gates.throughput import (
@@ -231,8 +234,9 @@ def run_marker(
     out = GateOutcome(GATE)
     health_check(fleet, min_healthy, out)
     if consistent:
-        same = compare_workers(views(fleet.workers), list(ignore or ()), GATE)
-        out.checks += same.checks
+        seen = views(fleet.workers)
+        same = compare_workers(seen, list(ignore or ()), GATE)
+        out.checks += [*same.checks, registration_check(seen, GATE)]
         out.notes += same.notes
         out.unchecked += same.unchecked
     if max_imbalance is not None:

@@ -288,17 +288,24 @@ def run_effective(ctx: GateContext, server: Handle, outcome: GateOutcome, min_ga
              fix="add effective=True, or drop min_gain"),
     Requires("effective", needs=("enabled",), why="the workload measures the cache that enabled=True checks",
              fix="drop enabled=False, or effective=True"),
+    Requires("min_storage_share", needs=("restart",), why="the share is measured by the restart=True workload",
+             fix="add restart=True, or drop min_storage_share"),
+    Requires("restart", needs=("enabled",), why="the restart proves the storage tier of the hierarchical cache",
+             fix="drop enabled=False, or restart=True"),
 )
 def run_marker(
     ctx: GateContext, *, enabled: bool = True, min_host_tokens: OptionalCount = None,
     min_host_gb_per_rank: Threshold = None, min_ratio: Threshold = None, write_policy: WritePolicy = None,
     io_backend: IoBackend = None, mem_layout: MemLayout = None, storage_backend: StorageBackend = None,
-    effective: bool = False, min_gain: Threshold = None,
+    effective: bool = False, min_gain: Threshold = None, restart: bool = False,
+    min_storage_share: Annotated[float | None, keywords.Fraction()] = None,
 ) -> GateOutcome:
     """The ``sglang_hicache`` marker: configuration and pool checks, then the workload if ``effective``.
 
     On a fleet (a gateway) every worker is checked and, with ``effective=True``, runs the workload
-    itself (sent to it directly), one record per worker.
+    itself (sent to it directly), one record per worker. ``restart=True`` restarts the launched server and
+    fails unless ``min_storage_share`` (0.5 unless given) of the same prompts' tokens come back from the
+    storage tier (:mod:`pytest_sglang.gates.storage_restart`).
     This signature declares the marker's keywords (types, defaults, ranges, SGLang's choices,
     relations): the plugin validates a marker against it at collection and shows it in ``--markers``.
     """
@@ -315,4 +322,9 @@ def run_marker(
         effective_per_worker(ctx, fleet, outcome, min_gain)
     elif effective:
         run_effective(ctx, ctx.server, outcome, min_gain)
+    if restart:  # after the effective workload: a restart would empty the tiers it measures
+        from pytest_sglang.gates.storage_restart import run_restart
+
+        with _load_lock(ctx):
+            run_restart(ctx.server, outcome, min_storage_share, fleet=fleet is not None)
     return outcome

@@ -34,6 +34,8 @@ _FLUSHES = {
     ("sglang_fleet", "cache_aware"): "flushes every worker's prefix cache (POST /flush_cache)",
     ("sglang_hicache", "effective"): "flushes the prefix cache (POST /flush_cache) to prove evicted prefixes "
                                      "come back",
+    ("sglang_hicache", "restart"): "flushes the prefix cache (POST /flush_cache: an attached server is never "
+                                   "restarted) to prove the storage tier is read back",
     ("sglang_pd", "parity"): "flushes the prefix cache of every prefill and decode worker (POST /flush_cache)",
 }
 #: Markers that send a load. (``sglang_failover`` kills workers: it never runs against an attached fleet, with or

@@ -157,7 +157,8 @@ def timeline_text(failover: Mapping[str, Any]) -> str:
 
 def failover_head(failover: Mapping[str, Any]) -> str:
     """``worker 0 SIGKILL: 8 errors (2.7%) [stream_error=8], detected in 0.15 s, ...``."""
-    return f"worker {failover.get('worker')} {failover.get('signal', '')}: {failover_summary(failover)}"
+    who = "gateway" if failover.get("target") == "gateway" else f"worker {failover.get('worker')}"
+    return f"{who} {failover.get('signal', '')}: {failover_summary(failover)}"
 
 
 def failover_summary(failover: Mapping[str, Any]) -> str:
@@ -168,7 +169,8 @@ def failover_summary(failover: Mapping[str, Any]) -> str:
     kinds = ", ".join(f"{k}={v}" for k, v in errors.items())
     detect, recover = failover.get("detect_s"), failover.get("recover_s")
     return (f"{count} errors" + (f" ({rate:.1%})" if _is_num(rate) else "") + (f" [{kinds}]" if kinds else "")
-            + (f", detected in {detect:.2f} s" if _is_num(detect) else ", not detected within the run")
+            + ("" if failover.get("target") == "gateway"  # a restarted gateway is not "detected"
+               else f", detected in {detect:.2f} s" if _is_num(detect) else ", not detected within the run")
             + (f", serving again {recover:.2f} s after the restart" if _is_num(recover) else ""))
 
 

@@ -143,6 +143,14 @@ class SGLangServer:
                     cleanup.untrack(self.process)
             return self.process.exit_status()
 
+    def adopt(self, fresh: SGLangServer) -> None:
+        """Take over ``fresh``'s process and startup (a restart on the same address, :mod:`.restart`)."""
+        if fresh.url != self.url:
+            raise ValueError(f"cannot adopt a server at {fresh.server_url}: this handle is {self.server_url}")
+        with self._stop_lock:
+            self.process, self.startup, self._stopped = fresh.process, fresh.startup, False
+            self.initial_info = fresh.initial_info
+
     def __enter__(self) -> SGLangServer:
         """Return the server; leaving the block stops it."""
         return self

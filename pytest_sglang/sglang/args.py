@@ -96,6 +96,7 @@ class LaunchArgs:
     hicache_mem_layout: str = "page_first"
     hicache_storage_backend: str | None = None
     hicache_storage_prefetch_policy: str = "timeout"
+    hicache_storage_backend_extra_config: str | None = None
     api_key: str | None = None
     admin_api_key: str | None = None
     enable_metrics: bool = False

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from pytest_sglang.simulator import handlers, loads, metrics, payloads, pd, profiler, speculative, weights
 from pytest_sglang.simulator.handlers import json_response
+from pytest_sglang.simulator.registration_faults import model_info_after
 from pytest_sglang.simulator.request import Request
 from pytest_sglang.simulator.sink import Sink
 from pytest_sglang.simulator.state import STARTING, UNHEALTHY, UP, State
@@ -139,8 +140,20 @@ async def root(request: web.Request) -> web.Response:
     return json_response("SGLang is running")
 
 
+def model_unknown(state: State) -> bool:
+    """``--sim-fault model-info-after:S``: still within the S seconds when the worker cannot say its model."""
+    after = model_info_after(state.cfg.faults.specs)
+    return after is not None and time.perf_counter() - state.up_perf < state.cfg.scaled(after)
+
+
+def _not_ready() -> web.Response:
+    return json_response({"error": {"message": "model info is not ready yet", "code": 503}}, 503)
+
+
 async def server_info(request: web.Request) -> web.Response:
     state = request.app[STATE]
+    if model_unknown(state):
+        return _not_ready()
     if request.path == "/get_server_info":
         state.log.warning(
             "Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
@@ -174,11 +187,15 @@ async def model_info(request: web.Request) -> web.Response:
             "Endpoint '/get_model_info' is deprecated and will be removed in a future version. "
             "Please use '/model_info' instead."
         )
+    if model_unknown(state):
+        return _not_ready()
     return json_response(pd.annotate_model_info(state, payloads.model_info(state.cfg)))
 
 
 async def models(request: web.Request) -> web.Response:
     state = request.app[STATE]
+    if model_unknown(state):
+        return _not_ready()
     body = payloads.models_list(state.cfg, int(time.time()))
     name = request.match_info.get("model")
     if name is None:

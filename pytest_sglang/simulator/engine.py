@@ -20,6 +20,7 @@ from pytest_sglang.simulator.radix import RadixCache
 from pytest_sglang.simulator.request import Request
 from pytest_sglang.simulator.speculative import Speculation
 from pytest_sglang.simulator.stats import Stats
+from pytest_sglang.simulator.storage_tier import BACKEND_NAME, FileTier
 
 
 class Engine:
@@ -58,6 +59,8 @@ class Engine:
         #: --sim-fault stall-after:N: generation requests after the N-th are accepted and never run
         self.stall_after: int | None = None
         self.accepted = 0
+        #: --hicache-storage-backend file: the L3 tier on disk
+        self.storage: FileTier | None = None
         #: --sim-fault kv-leak:N: KV tokens each finished request never gives back (and their total)
         self.kv_leak = 0
         self.kv_leaked = 0
@@ -158,15 +161,15 @@ class Engine:
 
     def _reserve(self, req: Request) -> bool:
         if self.radix and len(req.prompt_ids) > 1:
-            m = self.cache.match(req.prompt_ids[:-1])  # the last prompt token is always computed
-            req.cached_device, req.cached_host, req.node = m.device, m.host, m.node
+            self._match(req)
         cached = 0 if "kv_received" in req.extra else req.cached  # received KV is held here in full
         need = min(self.capacity, len(req.prompt_ids) - cached + req.max_new)
+        back = req.cached_host + req.cached_storage  # host tokens loaded back to the device
         if req.node is not None:
             self.cache.lock(req.node, 1)  # before evicting, so our own prefix stays
-        if self.free_tokens < need + req.cached_host:
-            self.cache.evict_device(need + req.cached_host - self.free_tokens)
-        if self.free_tokens < need + req.cached_host:
+        if self.free_tokens < need + back:
+            self.cache.evict_device(need + back - self.free_tokens)
+        if self.free_tokens < need + back:
             if req.node is not None:
                 self.cache.lock(req.node, -1)
             return False
@@ -175,6 +178,18 @@ class Engine:
         req.reserved = need
         self.reserved += need
         return True
+
+    def _match(self, req: Request) -> None:
+        ids = req.prompt_ids[:-1]  # the last prompt token is always computed
+        m = self.cache.match(ids)
+        stored = 0
+        if self.storage is not None:  # past the device and host tiers: the L3 blocks, read back to the host
+            req.extra["storage_backend"] = BACKEND_NAME
+            found = self.storage.prefetch(ids, m.device + m.host)
+            if found:
+                stored = self.cache.insert_host(ids[:m.device + m.host + found])
+                m = self.cache.match(ids)
+        req.cached_device, req.cached_host, req.cached_storage, req.node = m.device, m.host - stored, stored, m.node
 
     def _release(self, req: Request) -> None:
         self.reserved -= req.reserved
@@ -234,6 +249,8 @@ class Engine:
             self.kv_leaked += lost
         if self.radix:
             self.cache.insert(req.prompt_ids + req.out_ids)
+            if self.storage is not None and req.log_metrics:
+                self.storage.backup(req.prompt_ids)
         if req.log_metrics:
             self.stats.on_finish(req)
         if self.on_finish is not None and req.log_metrics:

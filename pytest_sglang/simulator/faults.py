@@ -19,6 +19,8 @@ from pytest_sglang.simulator.production_faults import (
     check_production_fault,
     parse_production_faults,
 )
+from pytest_sglang.simulator.registration_faults import REGISTRATION_KINDS, check_registration_fault
+from pytest_sglang.simulator.storage_tier import STORAGE_KINDS, check_storage_fault
 
 #: Startup phases in order (names accepted by crash-at / oom-kill-at / hang-at).
 PHASES = ("weights", "kv_cache", "cuda_graph", "hicache", "uvicorn", "warmup")
@@ -51,6 +53,8 @@ KINDS = (
     "vision-slow",
     *PD_KINDS,  # prefill-decode faults: validated and parsed by pd_faults.py
     *PRODUCTION_KINDS,  # weights, speculative decoding, probes: production_faults.py
+    *STORAGE_KINDS,  # the L3 storage tier: storage_tier.py
+    *REGISTRATION_KINDS,  # what a gateway reads when it registers a worker: registration_faults.py
 )
 #: Kinds that take no argument (a switch), and kinds whose argument is a fraction in [0, 1].
 SWITCHES = (
@@ -141,6 +145,10 @@ def check_fault(spec: str) -> str:
         return check_pd_fault(spec)
     if kind in PRODUCTION_KINDS:
         return check_production_fault(spec)
+    if kind in STORAGE_KINDS:
+        return check_storage_fault(spec)
+    if kind in REGISTRATION_KINDS:
+        return check_registration_fault(spec)
     if kind in ("crash-at", "oom-kill-at", "hang-at") and arg not in PHASES:
         raise _bad(spec, f"phase {arg!r} is not one of {', '.join(PHASES)} (e.g. {kind}:weights)")
     if kind == "server-info" and arg not in SERVER_INFO_MODES:
@@ -171,7 +179,7 @@ def parse_faults(specs: list[str] | tuple[str, ...]) -> Faults:
     values: dict[str, Any] = {}
     for spec in specs:
         kind, _, arg = check_fault(spec).partition(":")
-        if kind in PD_KINDS or kind in PRODUCTION_KINDS:  # their own modules read them from ``specs``
+        if kind in (*PD_KINDS, *PRODUCTION_KINDS, *STORAGE_KINDS, *REGISTRATION_KINDS):  # their modules read specs
             continue
         if kind == "crash-at":
             crash.add(arg)

@@ -123,6 +123,18 @@ def _counters(out: PromText, state: State, tok: dict[str, str]) -> None:
             "Tokens loaded back from the host pool.",
             [(_labels(**radix, pool="kv"), cache.loaded_back_tokens)],
         )
+    tier = state.engine.storage
+    if tier is not None:  # 0.5.23's StorageMetricsCollector, created only with a storage backend
+        l3 = _labels(storage_backend="file", tp_rank="0", dp_rank="0", pp_rank="0", pp_size="1", attn_cp_rank="0",
+                     attn_cp_size="1")
+        for name, help_text, value in (
+            ("prefetched_tokens_total", "Prompt tokens successfully transferred from L3 storage into host memory, "
+             "before admission-time reuse or discard.", tier.prefetched_tokens),
+            ("backuped_tokens_total", "Number of backuped tokens.", tier.backuped_tokens),
+            ("storage_prefetch_hit_tokens_total", "Storage-hit tokens returned by an L3 query before host "
+             "allocation, transfer, or cache insertion.", tier.prefetch_hit_tokens),
+        ):
+            out.family(name, "counter", help_text, [(l3, value)])
     out.family(
         "http_requests_total",
         "counter",

@@ -109,6 +109,17 @@ class RadixCache:
         self.device_tokens += len(new.key)
         return len(new.key)
 
+    def insert_host(self, ids: Sequence[int]) -> int:
+        """Cache ``ids`` past what is cached on the host tier (read back from L3); return the tokens added."""
+        m = self.match(ids)
+        pos = m.device + m.host
+        if pos >= len(ids):
+            return 0
+        new = Node(tuple(ids[pos:]), m.node, DEVICE)
+        m.node.children[new.key[0]] = new
+        self._to_host(new)  # deleted again when the host pool cannot hold it
+        return len(new.key) if new.tier == HOST else 0
+
     def lock(self, node: Node, delta: int) -> None:
         while node.parent is not None:
             if node.lock == 0 and delta > 0:

@@ -29,6 +29,7 @@ class Request:
         "arrival_perf",
         "cached_device",
         "cached_host",
+        "cached_storage",
         "crosstalk",
         "done",
         "drift",
@@ -105,6 +106,8 @@ class Request:
         self.finish: FinishReason | None = None
         self.cached_device = 0
         self.cached_host = 0
+        #: tokens read back from the L3 storage tier (--hicache-storage-backend), not counted in cached_host
+        self.cached_storage = 0
         self.node: Node | None = None
         self.reserved = 0
         self.arrival = time.time()
@@ -126,7 +129,7 @@ class Request:
 
     @property
     def cached(self) -> int:
-        return self.cached_device + self.cached_host
+        return self.cached_device + self.cached_host + self.cached_storage
 
     def planned(self, k: int) -> tuple[int, str] | None:
         """The token the model writes at output position ``k``; None where it would end (EOS)."""

@@ -26,6 +26,7 @@ from pytest_sglang.simulator.request import Request
 from pytest_sglang.simulator.sink import Sink
 from pytest_sglang.simulator.startup import SITE_PACKAGES, Startup, fault, oom_kill
 from pytest_sglang.simulator.state import STARTING, UP, State
+from pytest_sglang.simulator.storage_tier import FileTier, storage_dir
 from pytest_sglang.simulator.streams import collect
 from pytest_sglang.simulator.trace import Trace
 
@@ -169,6 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine.spec = speculative.from_config(cfg)
     engine.stalled_rank, engine.dp_size = cfg.faults.production.stalled_dp_rank, args.dp_size
     engine.stall_after, engine.kv_leak = cfg.faults.production.stall_after, cfg.faults.production.kv_leak_tokens
+    if args.hicache_storage_backend == "file" and cfg.host_pool is not None:  # L3 sits behind the host tier
+        engine.storage = FileTier(storage_dir(args.hicache_storage_backend_extra_config),
+                                  model=cfg.served_model_name, faults=cfg.faults.specs)
+        log.info(f"Created HiCacheFile storage directory at {engine.storage.directory}")
     if engine.stalled_rank is not None and engine.stalled_rank >= args.dp_size:  # would stall nothing
         raise SystemExit(f"--sim-fault stalled-dp-rank:{engine.stalled_rank}: no such rank with --dp-size "
                          f"{args.dp_size} (ranks 0 to {args.dp_size - 1}); add --dp-size {engine.stalled_rank + 1}")
@@ -185,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         port=args.port,
         times=startup.times,
         status=STARTING,
+        storage_backend=args.hicache_storage_backend,
     )
     state.rng.seed(cfg.random_seed)
     engine.on_finish = state.trace.request

@@ -188,9 +188,12 @@ class Stats:
         self.generation_tokens[s] += n_out
         self.cached["device"] += req.cached_device
         self.cached["host"] += req.cached_host
+        if req.cached_storage:
+            self.cached["storage"] = self.cached.get("storage", 0) + req.cached_storage
         self.effective["input"] += n_in - req.cached
         self.effective["device_hit"] += req.cached_device
         self.effective["host_hit"] += req.cached_host
+        self.effective["storage_hit"] += req.cached_storage
         self.cache_hit_rate = req.cached / n_in if n_in else 0.0
         if req.aborted:
             self.aborted += 1

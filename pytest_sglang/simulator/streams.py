@@ -24,9 +24,14 @@ def dumps(obj: Any) -> str:
     return _dumps(obj)
 
 
-def _details(req: Request) -> dict[str, int] | None:
-    # 0.5.23 always sends the key: null when nothing came from the cache
-    return {"device": req.cached_device, "host": req.cached_host} if req.cached else None
+def _details(req: Request) -> dict[str, int | str] | None:
+    # 0.5.23 always sends the key: null when nothing came from the cache; "storage" only with an L3 tier
+    if not req.cached:
+        return None
+    out: dict[str, int | str] = {"device": req.cached_device, "host": req.cached_host}
+    if "storage_backend" in req.extra:
+        out.update(storage=req.cached_storage, storage_backend=str(req.extra["storage_backend"]))
+    return out
 
 
 def _wall(req: Request, perf: float) -> float:
@@ -177,7 +182,7 @@ class NativeEmitter:
         else:
             self._ids = f"{self._ids},{req.out_ids[-1]}" if self._ids else str(req.out_ids[-1])
             text, ids = req.text, self._ids
-        details = f'{{"device":{req.cached_device},"host":{req.cached_host}}}' if req.cached else "null"
+        details = dumps(_details(req))
         sent = ""
         if not self._meta:
             self._meta = self._meta_head(req)

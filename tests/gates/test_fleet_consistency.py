@@ -66,6 +66,9 @@ def _check_consistency_failure(result: pytest.RunResult, gateway: str) -> None:
         "  healthy_workers: measured 2 workers, required >= 2 workers *: ok",
         "  differing_fields: measured model_path, served_model_name, tokenizer_path, weights_checksum, "
         "max_total_tokens, required == none [[]each worker's own /server_info: 51 launch fields compared[]]: FAILED",
+        # each worker is registered as the model it serves, though the two differ
+        "  registration_mismatches: measured none, required == none [[]gateway GET /workers (model_id, worker_type, "
+        "labels/metadata) against each worker's own /server_info: 2 worker(s)[]]: ok",
         f"  gateway: gateway={gateway} workers=2; GET /readiness -> 200 (2/2 workers healthy)",
         "  worker 0 (http://127.0.0.1:*): gateway says healthy, own /health 200",
         "  worker 1 (http://127.0.0.1:*): gateway says healthy, own /health 200",
@@ -139,6 +142,7 @@ def test_unreachable_workers_are_judged_by_the_gateway_or_not_checked(pytester: 
     result.stdout.fnmatch_lines([
         "  differing_fields: measured *, required == none [[]each worker's own /server_info (the gateway's listing "
         "for 2 not read directly): 51 launch fields compared[]]: FAILED",
+        "  registration_mismatches: measured none, required == none [[]*: 2 worker(s)[]]: ok",
         "  max_imbalance=1: request_imbalance measured None, required <= 1 [[]* shares: unknown (see 'worker "
         "shares' below)[]]: FAILED",
     ], consecutive=True)

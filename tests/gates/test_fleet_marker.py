@@ -18,8 +18,9 @@ LOAD = dict(requests=29, concurrency=3, input_len=32, output_len=4)
 @pytest.mark.sglang_fleet(min_healthy=3, max_imbalance=0.1, **LOAD)
 def test_healthy_alike_and_even(sglang_gate, sglang_fleet):
     outcome = sglang_gate["fleet"]
-    assert [c.metric for c in outcome.checks] == ["healthy_workers", "differing_fields", "request_imbalance"]
-    assert outcome.checks[2].measured == 0  # round robin: 29 requests + 1 warmup = 10 each
+    assert [c.metric for c in outcome.checks] == ["healthy_workers", "differing_fields", "registration_mismatches",
+                                                    "request_imbalance"]
+    assert outcome.checks[3].measured == 0  # round robin: 29 requests + 1 warmup = 10 each
     assert set(outcome.context["worker_requests"]) == {w.url for w in sglang_fleet.workers}
 
 
@@ -59,6 +60,7 @@ def test_round_robin_fleet_is_even_but_not_cache_aware(pytester: pytest.Pytester
         "and each worker's own GET /health (200); required: every listed worker (3)[]]: ok",
         "  differing_fields: measured none, required == none [[]each worker's own /server_info: 51 launch fields "
         "compared[]]: ok",
+        "  registration_mismatches: measured none, required == none [[]*: 3 worker(s)[]]: ok",
         "  cached_tokens_via_gateway: measured * tokens, required >= * tokens [[]sum of meta_info.cached_tokens "
         "over 65 requests per pass; required: random routing's * + half of the * reusable tokens it missed "
         "(ideal routing caches 3,328)[]]: FAILED",
