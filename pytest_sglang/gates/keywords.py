@@ -309,7 +309,7 @@ class Keyword:
             return IntList in self.types and bool(value) and all(_whole(v) for v in value)
         if isinstance(value, dict):  # {whole number: number}, e.g. a floor per context length
             return dict in self.types and bool(value) and all(
-                _whole(k) and _number(v) for k, v in value.items())
+                _whole(k) and k >= 1 and _number(v) for k, v in value.items())
         if isinstance(value, bool):  # bool is an int subclass: True is not a threshold
             return bool in self.types
         if isinstance(value, int):

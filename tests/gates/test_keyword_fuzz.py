@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.capacity import evaluate_capacity
-from pytest_sglang.gates.keywords import Keyword, declared, marker_problem
+from pytest_sglang.gates.keywords import IntList, Keyword, declared, marker_problem
 from pytest_sglang.gates.registry import GATES
 from pytest_sglang.gates.throughput import evaluate_throughput
 from pytest_sglang.loadgen import LoadResult, LoadSpec
@@ -37,6 +37,7 @@ values = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
     st.sampled_from(["1%", "5 %", "nan", "inf", "-1", "1e999", "write_thru", "native ", "", "\x00", "0x10"]),
     st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+    st.dictionaries(st.integers(), st.floats(), max_size=2),
     st.binary(max_size=4), st.just(object()), st.just(_BadRepr()), st.text(min_size=200, max_size=300),
 )
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=16)
@@ -47,8 +48,16 @@ def _valid(keyword: Keyword, value: object) -> bool:
     if value is None:
         return keyword.optional
     if isinstance(value, (list, tuple)):
-        return (list in keyword.types and all(isinstance(v, str) for v in value)
-                and all(c.ok(value) for c in keyword.constraints))
+        strings = list in keyword.types and all(isinstance(v, str) for v in value)
+        whole = IntList in keyword.types and bool(value) and all(type(v) is int for v in value)
+        # Constraints judge each number of a list of whole numbers, a list of strings as a whole.
+        items = list(value) if whole else [value]
+        return (strings or whole) and all(c.ok(v) for c in keyword.constraints for v in items)
+    if isinstance(value, dict):  # {whole number >= 1: finite number}, each number constrained
+        return (dict in keyword.types and bool(value)
+                and all(type(k) is int and k >= 1 and type(v) in (int, float) and math.isfinite(v)
+                        for k, v in value.items())
+                and all(c.ok(v) for c in keyword.constraints for v in value.values()))
     if isinstance(value, bool):
         return bool in keyword.types
     if isinstance(value, int):
@@ -73,7 +82,8 @@ def test_one_generated_value_per_keyword(data: st.DataObject) -> None:
         assert ". Fix: " in problem and len(problem) < 600
     elif problem is not None:  # a valid value may still break a relation between keywords
         assert problem.startswith(f"@pytest.mark.{marker}("), problem
-        assert any(text in problem for text in (": needs ", " is below ", "checks nothing")), problem
+        assert any(text in problem for text in (": needs ", " is below ", " is not below ", "checks nothing",
+                                                "context length")), problem
 
 
 @FUZZ
