@@ -193,6 +193,9 @@ class Collector:
     #: Prompt tokens, exact over every completed request: [sent, counted by the server] of those whose
     #: answer reported ``prompt_tokens``, how many did, and how many did not (:mod:`.tokencount`).
     prompt_counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    #: Images, exact over every completed request: [requests with images, images sent, of those requests the
+    #: ones whose answer reported prompt_tokens, their server prompt tokens minus the text tokens sent].
+    image_counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     #: Trace replay: the largest |send - scheduled| in seconds, exact over every request.
     late_max: float = 0.0
 
@@ -220,6 +223,8 @@ class Collector:
             self.late_max = max(self.late_max, abs(rec.start - rec.scheduled))
         if not rec.success:
             return
+        if rec.images:
+            self._note_images(rec)
         if rec.server_prompt_len is None:
             self.prompt_counts[3] += 1
         else:
@@ -232,6 +237,14 @@ class Collector:
         self.cache_requests += 1
         self.cache[0] += rec.prompt_len
         self.cache[1] += rec.cached_tokens
+
+    def _note_images(self, rec: RequestRecord) -> None:
+        counts = self.image_counts
+        counts[0] += 1
+        counts[1] += rec.images
+        if rec.server_prompt_len is not None:
+            counts[2] += 1
+            counts[3] += rec.server_prompt_len - rec.sent_prompt_len
 
     def _note_failure(self, rec: RequestRecord) -> None:
         kind = rec.error_kind
@@ -266,6 +279,7 @@ class Collector:
         self.cache_requests += other.cache_requests
         self.cache_unreported += other.cache_unreported
         self.prompt_counts = [a + b for a, b in zip(self.prompt_counts, other.prompt_counts, strict=True)]
+        self.image_counts = [a + b for a, b in zip(self.image_counts, other.image_counts, strict=True)]
         self.late_max = max(self.late_max, other.late_max)
         for kind, (index, text) in other.first.items():
             if kind not in self.first or index < self.first[kind][0]:

@@ -19,7 +19,7 @@ _BACKENDS = {"native": "sglang", "completions": "sglang-oai", "chat": "sglang-oa
 _CONTEXT = frozenset({
     "spec", "url", "errors", "warmup_errors", "server_view", "records", "not_sent", "stopped",
     "percentile_sample", "first_failures", "refused_from_s", "cache_report", "workload",
-    "prompt_tokens",
+    "prompt_tokens", "images",
 })
 
 
@@ -92,6 +92,8 @@ class LoadResult:
     workload: dict[str, Any] = field(default_factory=dict)
     #: Prompt tokens the server counted against those the client sent (:func:`.tokencount.token_report`).
     prompt_tokens: dict[str, Any] = field(default_factory=dict)
+    #: Image loads: images and image tokens per request, TTFT with images (:func:`image_report`); empty for text.
+    images: dict[str, Any] = field(default_factory=dict)
     records: list[RequestRecord] = field(default_factory=list, repr=False)
 
     @classmethod
@@ -135,7 +137,7 @@ class LoadResult:
         facts = dict(workload or {})
         if "trace" in facts:
             facts["timing_error_ms"] = timing_error(collector)
-        return cls(
+        result = cls(
             spec=spec,
             url=url,
             errors=dict(sorted(collector.errors.items())),
@@ -153,6 +155,8 @@ class LoadResult:
             prompt_tokens=token_report(spec, collector.prompt_counts),
             **collector.metrics(duration),
         )
+        result.images = image_report(collector.image_counts, result)
+        return result
 
     def __repr__(self) -> str:
         """One line with the figures people look at first (the full set is :meth:`to_dict`); no URL."""
@@ -359,3 +363,26 @@ def workload_context(cache: dict[str, Any], facts: dict[str, Any],
     if facts.get("vocab"):
         lines["vocabulary"] = vocab_text(facts["vocab"])
     return lines
+
+
+def image_report(counts: list[int], result: LoadResult) -> dict[str, Any]:
+    """An image load's figures from :attr:`.collect.Collector.image_counts`; empty when no request had images.
+
+    Image tokens are the server's ``prompt_tokens`` minus the text tokens the client sent (bench_serving's
+    "vision tokens" are the processor's count minus the text's): they include the chat template's own
+    tokens on the chat API, and are None when no answer reported ``prompt_tokens``.
+    """
+    with_images, sent, reporting, extra = counts
+    if not with_images:
+        return {}
+    return {
+        "requests_with_images": with_images,
+        "images_per_request": round(sent / with_images, 2),
+        "image_tokens_per_request": round(extra / reporting, 1) if reporting else None,
+        "requests_reporting_tokens": reporting,
+        "image_tokens_basis": "server prompt_tokens minus the text tokens sent"
+        + (" (includes the chat template's tokens)" if result.spec.api == "chat" else ""),
+        "mean_ttft_ms": result.mean_ttft_ms,
+        "median_ttft_ms": result.median_ttft_ms,
+        "p99_ttft_ms": result.p99_ttft_ms,
+    }
