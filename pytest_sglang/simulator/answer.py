@@ -9,6 +9,7 @@ its deterministic filler words, as before. The correctness faults act here: ``wr
 
 from __future__ import annotations
 
+import re
 import zlib
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -39,6 +40,8 @@ class Ask:
     tool_choice: Any = "auto"
     thinking: bool = False
     separate_reasoning: bool = True
+    #: what the model sees in each image sent (its dominant colour); None: no image reached it
+    sees: tuple[str | None, ...] | None = None
 
 
 def _draw(prompt: str, salt: str) -> float:
@@ -59,7 +62,24 @@ def _constrained(ask: Ask, faults: Faults) -> Script:
     return script
 
 
+_COLOUR_QUESTION = re.compile(r"\bcolou?rs?\b", re.IGNORECASE)
+_IMAGE_WORD = re.compile(r"\b(image|picture|photo)s?\b", re.IGNORECASE)
+
+
+def _vision_answer(ask: Ask) -> str | None:
+    """Asked for the colour of the images: the colour of each, in order (or that there is none to see)."""
+    if not _COLOUR_QUESTION.search(ask.prompt):
+        return None
+    if ask.sees is None:
+        return "I cannot see any image in your message." if _IMAGE_WORD.search(ask.prompt) else None
+    names = [colour or "unclear" for colour in ask.sees]
+    return ", ".join(names).capitalize() + "."
+
+
 def _answer(ask: Ask, faults: Faults) -> str | None:
+    seen = _vision_answer(ask)
+    if seen is not None:
+        return seen if ask.chat else " " + seen
     question = arithmetic.last_question(ask.prompt)
     if question is None:
         return None

@@ -16,6 +16,7 @@ from pytest_sglang.simulator.faults import PHASES, check_fault
 from pytest_sglang.simulator.hostalloc import add_host_alloc_argument
 from pytest_sglang.simulator.jitter import add_jitter_arguments
 from pytest_sglang.simulator.profiles import PROFILES
+from pytest_sglang.simulator.vision import add_vision_argument
 
 
 def _vocab_size(text: str) -> int:
@@ -109,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_host_alloc_argument(sim)
     add_jitter_arguments(sim)
+    add_vision_argument(sim)
     return parser
 
 
@@ -138,5 +140,6 @@ def parse(argv: Sequence[str]) -> tuple[LaunchArgs, SimOptions]:
         launch_jitter=values["sim_launch_jitter"],
         launch_seed=values["sim_launch_seed"],
         vocab_size=values["sim_vocab_size"],
+        vision=values["sim_vision"],
     )
     return namespace_to_launch_args(ns), sim

@@ -10,8 +10,10 @@ from pathlib import Path
 
 from pytest_sglang.sglang import hostmem
 from pytest_sglang.sglang.args import LaunchArgs
+from pytest_sglang.sglang.vision import Processor
 from pytest_sglang.simulator.faults import Faults
 from pytest_sglang.simulator.profiles import Hardware, Profile, device_pool_bytes_per_rank, device_pool_tokens, hardware
+from pytest_sglang.simulator.vision import for_model
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class SimOptions:
     launch_jitter: float = 0.0  # --sim-launch-jitter (jitter.py): CV of this launch's speed draw
     launch_seed: int | None = None  # --sim-launch-seed: the draw's seed (None: a fresh draw)
     vocab_size: int | None = None  # --sim-vocab-size (vocab.py): None = 32000, prompt ids not checked
+    vision: str = "auto"  # --sim-vision (vision.py): the image processor, auto = from --model-path
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,11 @@ class SimConfig:
         behind a gateway answer alike, as real ones do.
         """
         return zlib.crc32(self.model_path.encode())
+
+    @property
+    def vision(self) -> Processor | None:
+        """The image processor of the served model (None: text only)."""
+        return for_model(self.sim.vision, self.model_path)
 
     @property
     def ranks(self) -> int:

@@ -126,7 +126,8 @@ class Engine:
             if admitted:
                 # a PD decode worker's request arrives with its KV: nothing to compute (pd_decode.py)
                 new_tokens = sum(len(r.prompt_ids) - r.cached for r in admitted if "kv_received" not in r.extra)
-                await asyncio.sleep(self.scale * self.speed.prefill_s(new_tokens))
+                encoder_s = sum(r.encoder_s for r in admitted)  # the vision encoder runs in the prefill batch
+                await asyncio.sleep(self.scale * (self.speed.prefill_s(new_tokens) + encoder_s))
                 self.stats.on_prefill(new_tokens, time.perf_counter() - launched)
                 self.running.extend(admitted)
                 self._step(admitted)

@@ -45,6 +45,10 @@ KINDS = (
     "cache-logprob-drift",
     "slot-leak",
     "token-drift",
+    # image faults (multimodal.py): the image is not seen, its tokens miscounted, its encoder slow
+    "image-ignored",
+    "image-tokens-miscounted",
+    "vision-slow",
     *PD_KINDS,  # prefill-decode faults: validated and parsed by pd_faults.py
     *PRODUCTION_KINDS,  # weights, speculative decoding, probes: production_faults.py
 )
@@ -58,6 +62,8 @@ SWITCHES = (
     "usage-off-by-one",
     "cross-talk",
     "slot-leak",
+    "image-ignored",
+    "image-tokens-miscounted",
 )
 RATES = ("error-rate", "wrong-answer", "token-drift")
 _NUMBERS = ("unhealthy-after", "slow-health", "drop-stream-after", "stall-stream-after", "cache-logprob-drift",
@@ -97,6 +103,12 @@ class Faults:
     slot_leak: bool = False
     #: the fraction of (greedy) tokens that differ from the fault-free server's
     token_drift: float = 0.0
+    #: images are counted and encoded, but the answer is the one without them
+    image_ignored: bool = False
+    #: image token counts one merge block short on each side of the processor's grid
+    image_tokens_miscounted: bool = False
+    #: the vision encoder's time per patch multiplied by this
+    vision_slow: float = 1.0
     specs: tuple[str, ...] = field(default=())
 
     @property
@@ -135,6 +147,13 @@ def check_fault(spec: str) -> str:
         raise _bad(spec, f"mode {arg!r} is not one of {', '.join(SERVER_INFO_MODES)}")
     if kind in SWITCHES and arg:
         raise _bad(spec, f"{kind} takes no argument (e.g. --sim-fault {kind})")
+    if kind == "vision-slow":
+        try:
+            factor = float(arg)
+        except ValueError:
+            raise _bad(spec, "vision-slow needs the encoder's slow-down factor, e.g. vision-slow:3") from None
+        if not math.isfinite(factor) or factor < 1:
+            raise _bad(spec, f"vision-slow must be a factor >= 1 (1 is a healthy encoder), got {arg!r}")
     if kind in _NUMBERS:
         try:
             value = float(arg)
@@ -170,6 +189,8 @@ def parse_faults(specs: list[str] | tuple[str, ...]) -> Faults:
             values["unhealthy_after_s"] = float(arg)
         elif kind in ("error-rate", "wrong-answer", "token-drift", "cache-logprob-drift"):
             values[kind.replace("-", "_")] = float(arg)
+        elif kind == "vision-slow":
+            values["vision_slow"] = float(arg)
         elif kind in SWITCHES:
             values[kind.replace("-", "_")] = True
         else:

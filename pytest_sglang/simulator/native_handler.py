@@ -8,9 +8,11 @@ from typing import Any
 
 from aiohttp import web
 
-from pytest_sglang.simulator import answer, grammar, lora, tokenizer, vocab
+from pytest_sglang.simulator import answer, grammar, image_input, lora, multimodal, tokenizer, vocab
 from pytest_sglang.simulator.answer import Ask
 from pytest_sglang.simulator.grammar import Constraint, ConstraintError
+from pytest_sglang.simulator.image_input import ImageRefused
+from pytest_sglang.simulator.multimodal import Prepared
 from pytest_sglang.simulator.openai_features import MAX_N
 from pytest_sglang.simulator.production_faults import with_template
 from pytest_sglang.simulator.request import Request
@@ -194,14 +196,64 @@ def _check(body: dict[str, Any]) -> _Native:
     return _Native(body, sp, prompts, texts, batch, max_new, n, constraint, _logprob(body))
 
 
-def _requests(state: State, req: _Native, base: Ask, opts: NativeOptions) -> list[dict[str, Any]]:
+def _image_sources(body: dict[str, Any], req: _Native) -> list[list[str]]:
+    """Each prompt's ``image_data`` (a batch gives one entry per prompt); ValueError: malformed."""
+    data = body.get("image_data")
+    if data is None:
+        return [[] for _ in req.prompts]
+    if not req.batch:
+        return [image_input.native_image_sources(data)]
+    if not isinstance(data, list) or len(data) != len(req.prompts):
+        raise ValueError(f"image_data of a batch of {len(req.prompts)} prompts must be a list with one entry "
+                         "per prompt")
+    return [image_input.native_image_sources(one) for one in data]
+
+
+def _with_images(state: State, req: _Native) -> tuple[_Native, list[Prepared | None]]:
+    """The prompts with their images' tokens (ImageRefused / ValueError: 0.5.23's refusal).
+
+    A text-only model ignores ``image_data``: 0.5.23 runs no multimodal processor for it.
+    """
+    processor, faults = state.cfg.vision, state.cfg.faults
+    if processor is None or "image_data" not in req.body:
+        return req, [None] * len(req.prompts)
+    prompts: list[list[int]] = []
+    images: list[Prepared | None] = []
+    for ids, text, sources in zip(req.prompts, req.texts, _image_sources(req.body, req), strict=True):
+        if not sources:
+            prompts.append(ids)
+            images.append(None)
+            continue
+        prepared = multimodal.prepare(
+            state.media,
+            processor,
+            text,
+            sources,
+            prefill_tok_s=state.engine.speed.prefill_tok_s,
+            miscount=faults.image_tokens_miscounted,
+            ignored=faults.image_ignored,
+            slow=faults.vision_slow,
+        )
+        prompts.append(prepared.ids)
+        images.append(prepared)
+    return replace(req, prompts=prompts), images
+
+
+def _requests(
+    state: State, req: _Native, base: Ask, opts: NativeOptions, images: list[Prepared | None]
+) -> list[dict[str, Any]]:
     """The engine requests: every prompt ``n`` times, each with its answer and sampling key."""
     srv, sp, faults = serving(state), req.sp, state.cfg.faults
     seed, sampling = sp.get("sampling_seed"), sampled(sp.get("temperature"), sp.get("top_k"))
-    prompts = [(ids, text) for ids, text in zip(req.prompts, req.texts, strict=True) for _ in range(req.n)]
+    prompts = [
+        (ids, text, seen, k)
+        for ids, text, seen in zip(req.prompts, req.texts, images, strict=True)
+        for k in range(req.n)
+    ]
     out: list[dict[str, Any]] = []
-    for rid, (ids, text) in zip(_rids(req.body, len(prompts)), prompts, strict=True):
-        script = answer.plan(replace(base, prompt=text), srv.parsers, faults)
+    for rid, (ids, text, seen, k) in zip(_rids(req.body, len(prompts)), prompts, strict=True):
+        sees = seen.sees if seen is not None else None
+        script = answer.plan(replace(base, prompt=text, sees=sees), srv.parsers, faults)
         key = sample_key(
             sampling,
             seed if isinstance(seed, int) else None,
@@ -222,6 +274,7 @@ def _requests(state: State, req: _Native, base: Ask, opts: NativeOptions) -> lis
                 drift=faults.token_drift,
                 record_pieces=opts.logprob is not None,
                 routed_dp_rank=_pinned_rank(req.body),
+                encoder_s=seen.encoder_s if seen is not None and k == 0 else 0.0,  # encoded once for n samples
             )
         )
     return out
@@ -266,6 +319,12 @@ async def generate(state: State, request: web.Request) -> web.StreamResponse:
         return await _value_error(request, req, out_of_vocab)
     if "input_ids" in req.body:  # text is tokenized into the vocabulary; ids are taken as sent
         vocab.crash_on_unknown_ids(state, req.prompts)
+    try:  # the tokenizer manager's multimodal processor: before the length check, which counts image tokens
+        req, images = _with_images(state, req)
+    except ImageRefused as exc:
+        return await _value_error(request, req, exc.message)
+    except ValueError as exc:
+        return await _value_error(request, req, str(exc))
     for ids in req.prompts:
         msg = length_error(state, len(ids), req.max_new)
         if msg:
@@ -298,7 +357,7 @@ async def generate(state: State, request: web.Request) -> web.StreamResponse:
         objs = [native_object(r, metrics=metrics, opts=opts) for r in reqs]
         return objs if req.many else objs[0]
 
-    kwargs = _requests(state, req, base, opts)
+    kwargs = _requests(state, req, base, opts, images)
     return await run(
         state, request, kwargs, bool(req.body.get("stream")), emitter, body, tail=DONE if req.many else None
     )

@@ -9,8 +9,10 @@ from typing import Any
 
 from aiohttp import web
 
-from pytest_sglang.simulator import answer, grammar, lora, tokenizer, vocab
+from pytest_sglang.simulator import answer, grammar, image_input, lora, multimodal, tokenizer, vocab
 from pytest_sglang.simulator.grammar import ConstraintError
+from pytest_sglang.simulator.image_input import ImageRefused
+from pytest_sglang.simulator.multimodal import Prepared
 from pytest_sglang.simulator.openai_body import ChoiceOptions, openai_object
 from pytest_sglang.simulator.openai_features import OpenAIOptions, RequestError, read_options
 from pytest_sglang.simulator.openai_stream import ChoiceGroup, OpenAIEmitter
@@ -85,6 +87,35 @@ async def _in_band(request: web.Request, message: str) -> web.StreamResponse:
     return resp
 
 
+def _with_images(state: State, body: dict[str, Any], ids: list[int]) -> tuple[list[int], Prepared | None]:
+    """The chat's image parts as the served model takes them (BadRequest: 0.5.23's refusal)."""
+    messages = body.get("messages")
+    try:
+        sources = image_input.chat_image_sources(messages if isinstance(messages, list) else [])
+    except ValueError as exc:
+        raise BadRequest(error_response(str(exc), "Bad Request", 400)) from None
+    if not sources:
+        return ids, None
+    processor = state.cfg.vision
+    if processor is None:  # serving_chat.py: a ValueError, answered 400
+        raise BadRequest(error_response("image input is not supported for this model", "BadRequest", 400))
+    faults = state.cfg.faults
+    try:
+        prepared = multimodal.prepare(
+            state.media,
+            processor,
+            multimodal.render_chat(messages if isinstance(messages, list) else [], processor.placeholder),
+            sources,
+            prefill_tok_s=state.engine.speed.prefill_tok_s,
+            miscount=faults.image_tokens_miscounted,
+            ignored=faults.image_ignored,
+            slow=faults.vision_slow,
+        )
+    except ImageRefused as exc:
+        raise BadRequest(error_response(exc.message, "BadRequest", exc.status)) from None
+    return prepared.ids, prepared
+
+
 async def openai(state: State, request: web.Request, *, chat: bool) -> web.StreamResponse:
     if request.content_type != "application/json":
         return error_response("Unsupported Media Type: Only 'application/json' is allowed", "Bad Request", 400)
@@ -93,10 +124,13 @@ async def openai(state: State, request: web.Request, *, chat: bool) -> web.Strea
         body = await read_json(request)
         ids, text = _prompt(body, chat)
         opts = read_options(body, chat=chat, prompt=text, reasoning_parser=srv.parsers.reasoning)
+        ids, images = _with_images(state, body, ids) if chat else (ids, None)
     except BadRequest as exc:
         return exc.response
     except RequestError as exc:
         return error_response(exc.message, exc.err_type, exc.status)
+    if images is not None:
+        opts = replace(opts, ask=replace(opts.ask, sees=images.sees))
     # Raised before the first chunk, which 0.5.23 awaits before answering a stream: a 400 in both modes.
     refused = lora.refusal(state.cfg.args, lora.from_model(body.get("model"), state.cfg.served_model_name))
     if refused is not None:
@@ -116,7 +150,8 @@ async def openai(state: State, request: web.Request, *, chat: bool) -> web.Strea
             value = grammar.compile_instance(opts.constraint, srv.grammar_backend)
         except ConstraintError as exc:  # compiled by the scheduler: after a stream has started
             return await _in_band(request, str(exc)) if stream else error_response(str(exc), "BadRequestError", 400)
-    return await _serve(state, request, body, ids, srv, opts, value, chat=chat, stream=stream)
+    encoder_s = images.encoder_s if images is not None else 0.0
+    return await _serve(state, request, body, ids, srv, opts, value, chat=chat, stream=stream, encoder_s=encoder_s)
 
 
 def _engine_requests(
@@ -128,6 +163,7 @@ def _engine_requests(
     choices: list[ChoiceOptions],
     *,
     chat: bool,
+    encoder_s: float = 0.0,
 ) -> list[dict[str, Any]]:
     """One engine request per choice (each with its own id and sampling key)."""
     limit = opts.max_new if opts.max_new is not None else state.cfg.context_len - len(ids)
@@ -147,6 +183,7 @@ def _engine_requests(
             ),
             drift=state.cfg.faults.token_drift,
             record_pieces=record,
+            encoder_s=encoder_s if i == 0 else 0.0,  # the images are encoded once for all choices
         )
         for i, c in enumerate(choices)
     ]
@@ -163,10 +200,11 @@ async def _serve(
     *,
     chat: bool,
     stream: bool,
+    encoder_s: float = 0.0,
 ) -> web.StreamResponse:
     a, model, created = state.cfg.args, str(body.get("model", "default")), int(time.time())
     choices = _choices(state, srv, opts, value)
-    kwargs_list = _engine_requests(state, body, ids, srv, opts, choices, chat=chat)
+    kwargs_list = _engine_requests(state, body, ids, srv, opts, choices, chat=chat, encoder_s=encoder_s)
     group = ChoiceGroup(
         chat=chat,
         model=model,

@@ -174,6 +174,9 @@ def model_info(cfg: SimConfig) -> dict[str, Any]:
         model_type=cfg.profile.model_type,
         architectures=[cfg.profile.architecture],
     )
+    vision = cfg.vision
+    if vision is not None:  # a vision-language model: 0.5.23 reports it here (warmup reads it too)
+        body.update(has_image_understanding=True, model_type=vision.model_type, architectures=[vision.architecture])
     for name in ("reasoning_parser", "tool_call_parser"):  # 0.5.23 reports the launch's parsers here too
         if cfg.args.passthrough.get(name) is not None:
             body[name] = str(cfg.args.passthrough[name])

@@ -33,6 +33,7 @@ class Request:
         "done",
         "drift",
         "emit",
+        "encoder_s",
         "endpoint",
         "extra",
         "finish",
@@ -77,8 +78,11 @@ class Request:
         drift: float = 0.0,
         record_pieces: bool = False,
         routed_dp_rank: int | None = None,
+        encoder_s: float = 0.0,
     ) -> None:
         self.rid = rid
+        #: simulated seconds the vision encoder spends on this request's images (in its prefill)
+        self.encoder_s = encoder_s
         #: the DP rank the request is pinned to (``routed_dp_rank`` / ``data_parallel_rank``), None: balanced
         self.routed_dp_rank = routed_dp_rank
         self.prompt_ids = prompt_ids

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pytest_sglang.simulator.config import SimConfig
 from pytest_sglang.simulator.engine import Engine
 from pytest_sglang.simulator.logs import Logger
+from pytest_sglang.simulator.multimodal import Media
 from pytest_sglang.simulator.trace import Trace
 
 STARTING, UP, UNHEALTHY = "Starting", "Up", "UnHealthy"
@@ -33,6 +34,8 @@ class State:
     #: requests being served, by (path, method): sglang:http_requests_active
     http_active: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
     storage_backend: str | None = None
+    #: images: decoded ones remembered by content, the multimodal embedding cache (multimodal.py)
+    media: Media = field(default_factory=Media)
 
     @property
     def health_generation(self) -> bool:
