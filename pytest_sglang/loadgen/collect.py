@@ -194,8 +194,9 @@ class Collector:
     #: answer reported ``prompt_tokens``, how many did, and how many did not (:mod:`.tokencount`).
     prompt_counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     #: Images, exact over every completed request: [requests with images, images sent, of those requests the
-    #: ones whose answer reported prompt_tokens, their server prompt tokens minus the text tokens sent].
-    image_counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    #: ones whose answer reported prompt_tokens, their server prompt tokens minus the text tokens sent, the
+    #: ones whose answer reported image_tokens, the sum of those].
+    image_counts: list[int] = field(default_factory=lambda: [0] * 6)
     #: Trace replay: the largest |send - scheduled| in seconds, exact over every request.
     late_max: float = 0.0
 
@@ -245,6 +246,9 @@ class Collector:
         if rec.server_prompt_len is not None:
             counts[2] += 1
             counts[3] += rec.server_prompt_len - rec.sent_prompt_len
+        if rec.image_tokens is not None:
+            counts[4] += 1
+            counts[5] += rec.image_tokens
 
     def _note_failure(self, rec: RequestRecord) -> None:
         kind = rec.error_kind

@@ -21,7 +21,7 @@ from typing import Any
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.files import DEFAULT_CAP, read_capped_text
 from pytest_sglang.loadgen import traces
-from pytest_sglang.loadgen.imageset import ImagePool, image_shape, read_mmmu
+from pytest_sglang.loadgen.imageset import ImagePool, image_pool, image_shape, read_mmmu
 from pytest_sglang.loadgen.spec import MAX_LEN, MAX_LOAD_S, LoadSpec, dataset_parts
 from pytest_sglang.loadgen.workloads import TRACE_KINDS
 
@@ -75,7 +75,8 @@ class PromptSource:
         self._pool: ImagePool | None = None
         self._mmmu: list[tuple[str, str]] | None = None
         if kind == "image":
-            self._pool = ImagePool(image_shape(spec.dataset), self.seed)  # generated here, once, before sending
+            # Built before the clock starts, and once: the check, the warmup and the run share it.
+            self._pool = image_pool(image_shape(spec.dataset), spec.seed)
         elif kind == "mmmu":
             self._mmmu = read_mmmu(Path(path), _read_text(Path(path), "mmmu"))
 

@@ -154,6 +154,15 @@ class ImagePool:
         return tuple(self.urls[(start + k) % len(self.urls)] for k in range(count))
 
 
+@functools.lru_cache(maxsize=1)
+def image_pool(shape: ImageShape, seed: int) -> ImagePool:
+    """The run's pool: a load builds its prompts several times (checks, warmup, shards), its images once.
+
+    One pool is kept (the latest), so memory stays one pool's whatever the number of loads in a process.
+    """
+    return ImagePool(shape, seed)
+
+
 def read_mmmu(path: Path, text: str) -> list[tuple[str, str]]:
     r"""(prompt, image data URL) per row of an MMMU-format JSONL file (``text`` is its content).
 

@@ -245,6 +245,7 @@ class LoadResult:
             "cache_report": dict(self.cache_report),
             "workload": dict(self.workload),
             "prompt_tokens": dict(self.prompt_tokens),
+            "images": dict(self.images),
             "spec": self.spec.to_dict(),
             # Bounded per-request samples: what a baseline comparison needs for its interval.
             "samples": self.samples().to_dict(),
@@ -368,20 +369,28 @@ def workload_context(cache: dict[str, Any], facts: dict[str, Any],
 def image_report(counts: list[int], result: LoadResult) -> dict[str, Any]:
     """An image load's figures from :attr:`.collect.Collector.image_counts`; empty when no request had images.
 
-    Image tokens are the server's ``prompt_tokens`` minus the text tokens the client sent (bench_serving's
-    "vision tokens" are the processor's count minus the text's): they include the chat template's own
-    tokens on the chat API, and are None when no answer reported ``prompt_tokens``.
+    Image tokens are the server's own ``image_tokens`` when its answers report them (SGLang 0.5.23 does);
+    else its ``prompt_tokens`` minus the text tokens the client sent (bench_serving's "vision tokens" are
+    the processor's count minus the text's), which on the chat API include the chat template's tokens.
+    None when no answer reported either.
     """
-    with_images, sent, reporting, extra = counts
+    with_images, sent, reporting, extra, reporting_images, image_tokens = counts
     if not with_images:
         return {}
+    per: float | None
+    if reporting_images:
+        per, basis, n = image_tokens / reporting_images, "the server's image_tokens", reporting_images
+    else:
+        per = extra / reporting if reporting else None
+        basis, n = "server prompt_tokens minus the text tokens sent", reporting
+        if result.spec.api == "chat":
+            basis += " (includes the chat template's tokens)"
     return {
         "requests_with_images": with_images,
         "images_per_request": round(sent / with_images, 2),
-        "image_tokens_per_request": round(extra / reporting, 1) if reporting else None,
-        "requests_reporting_tokens": reporting,
-        "image_tokens_basis": "server prompt_tokens minus the text tokens sent"
-        + (" (includes the chat template's tokens)" if result.spec.api == "chat" else ""),
+        "image_tokens_per_request": round(per, 1) if per is not None else None,
+        "requests_reporting_tokens": n,
+        "image_tokens_basis": basis,
         "mean_ttft_ms": result.mean_ttft_ms,
         "median_ttft_ms": result.median_ttft_ms,
         "p99_ttft_ms": result.p99_ttft_ms,

@@ -46,6 +46,8 @@ class FakeBehaviour:
     long_line: int | None = None
     #: Prompt tokens per image of a request with ``image_data`` (its text counts a token a word).
     image_tokens: int = 0
+    #: Report ``image_tokens`` in meta_info as SGLang 0.5.23 does.
+    report_image_tokens: bool = False
 
 
 @dataclass
@@ -77,6 +79,8 @@ def _chunk(b: FakeBehaviour, body: dict[str, Any], n: int, want: int) -> dict[st
         prompt = len(str(body.get("text", "")).split()) + b.image_tokens * len(body["image_data"])
     meta = {"completion_tokens": n + b.lie_short if b.claim is None else b.claim, "finish_reason": fr,
             "prompt_tokens": prompt}
+    if b.report_image_tokens:
+        meta["image_tokens"] = b.image_tokens * len(body.get("image_data", []))
     chunk: dict[str, Any] = {"text": "x" * n}
     if b.ids:
         chunk["output_ids"] = [100 + i for i in range(n)]
