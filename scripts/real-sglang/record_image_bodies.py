@@ -16,6 +16,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,8 @@ def main(model: str, out: Path) -> None:
         bodies.clear()
         cmd = [sys.executable, "-m", "sglang.bench_serving", "--backend", backend, "--base-url",
                f"http://127.0.0.1:{port}", "--model", model, "--tokenizer", model, *OPTIONS]
-        subprocess.run(cmd, check=True, timeout=600, stdout=subprocess.DEVNULL)
+        with tempfile.TemporaryDirectory() as tmp:  # bench_serving writes its result file in its cwd
+            subprocess.run(cmd, check=True, timeout=600, stdout=subprocess.DEVNULL, cwd=tmp)
         body = bodies[-1]  # the last: bench_serving's warmup request is the same shape
         urls = body.get("image_data") or [p["image_url"]["url"] for p in body["messages"][0]["content"]
                                           if p.get("type") == "image_url"]
