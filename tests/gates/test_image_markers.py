@@ -38,7 +38,8 @@ def test_an_image_load_reports_its_images(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--sglang-simulate", "--sglang-launch", LAUNCH, "-p", "no:cacheprovider",
                                            "-rfE", f"--sglang-report={report}")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["    images: 2 per request, * image tokens per request (*", "*with images mean * ms, p99 * ms"])
+    result.stdout.fnmatch_lines(["    images: 2 per request, * image tokens per request (*",
+                                 "*with images mean * ms, p99 * ms"])
     data = json.loads(report.read_text())
     jsonschema.validate(data, json.loads((ROOT / "schemas" / "report.schema.json").read_text()))
     images = next(t["loads"][0] for t in data["tests"] if t["loads"])["images"]
