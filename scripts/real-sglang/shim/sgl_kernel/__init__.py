@@ -17,9 +17,8 @@ Qwen2-VL (make_tiny_vlm.py) calls none of them.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any, NoReturn
-
-import torch
 
 __version__ = "0.0.0+pytest-sglang-shim"
 
@@ -77,5 +76,12 @@ class _CpuOps:
             raise
 
 
-if not isinstance(torch.ops.sgl_kernel, _CpuOps):
-    torch.ops.sgl_kernel = _CpuOps(torch.ops.sgl_kernel)  # type: ignore[attr-defined]
+def _install_cpu_ops() -> None:
+    import torch
+
+    if not isinstance(torch.ops.sgl_kernel, _CpuOps):
+        torch.ops.sgl_kernel = _CpuOps(torch.ops.sgl_kernel)  # type: ignore[attr-defined]
+
+
+if importlib.util.find_spec("torch") is not None:  # the SGLang venv; the project's tests load this without torch
+    _install_cpu_ops()
