@@ -23,7 +23,7 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.bodies import request_body
 from pytest_sglang.loadgen.datasets import PromptSource
-from pytest_sglang.loadgen.imageset import ImagePool, image_shape, resolution_bounds
+from pytest_sglang.loadgen.imageset import ImagePool, image_pool, image_shape, resolution_bounds
 
 QWEN_TOKEN = "<|vision_start|><|image_pad|><|vision_end|>"
 BENCH_SHAPES = Path(__file__).parents[2] / "fixtures" / "bench_serving" / "image-bodies.json"
@@ -166,7 +166,8 @@ def test_memory_is_bounded_at_ten_thousand_image_requests() -> None:
     tracemalloc.start()
     try:
         source = PromptSource(load)
-        pool_bytes = sum(len(u) for u in source._pool.urls)  # type: ignore[union-attr]
+        pool = image_pool(image_shape(load.dataset), load.seed)  # the pool the source holds (built once)
+        pool_bytes = sum(len(url) for url in pool.urls)
         baseline = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
         for i in range(load.requests):
@@ -210,3 +211,11 @@ def test_the_servers_own_image_token_count_is_preferred(fake_server: FakeServer)
 def test_a_text_load_reports_no_image_figures(fake_server: FakeServer) -> None:
     result = run_load(fake_server.url, LoadSpec(requests=2, concurrency=1, input_len=4, output_len=2, warmup=0))
     assert result.images == {} and result.completed == 2
+
+
+def test_images_are_generated_once_for_the_checks_the_warmup_and_the_run() -> None:
+    load = spec("image:count=2,resolution=64x64,pool=3")
+    first, warmup = PromptSource(load), PromptSource(load, seed_offset=10_000)
+    assert first.get(0).images[0] is warmup.get(0).images[0]  # the same string: one pool, not two
+    other = PromptSource(load.replace(seed=7))  # another run's seed: other images
+    assert other.get(0).images[0] != first.get(0).images[0]
