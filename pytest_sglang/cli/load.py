@@ -60,7 +60,7 @@ def _ratio(text: str) -> float:
 def _dataset(text: str) -> str:
     """The dataset's form (a multiturn dataset's options and a file's rows are LoadSpec's to check)."""
     kind, sep, path = text.partition(":")
-    if (kind == "random-ids" and not sep) or kind == "multiturn" or (kind in DATASET_KINDS and path):
+    if (kind == "random-ids" and not sep) or kind in ("multiturn", "image") or (kind in DATASET_KINDS and path):
         return text
     raise argparse.ArgumentTypeError(f"invalid value: {text!r} (use {DATASET_FORMS})")
 
@@ -327,7 +327,7 @@ def summary(result: LoadResult) -> str:
             lines.append(_row(f"{name} {label} (ms):", f"{getattr(r, f'{stat}_{key}_ms'):.2f}"))
         if key == "itl":
             lines.append(_row("Max ITL (ms):", f"{r.max_itl_ms:.2f}"))
-    lines += _cache_section(r) + _replay_section(r)
+    lines += _cache_section(r) + _images_section(r) + _replay_section(r)
     lines.append("=" * 50)
     return "\n".join(lines + _explanations(r))
 
@@ -363,6 +363,20 @@ def _cache_section(r: LoadResult) -> list[str]:
     if cache.get("server_mean_cache_hit_rate_pct") is not None:
         lines.append(_row("Mean sglang:cache_hit_rate:", f"{cache['server_mean_cache_hit_rate_pct']:.1f}%"))
     return lines
+
+
+def _images_section(r: LoadResult) -> list[str]:
+    """An image load's figures: images and image tokens per request, TTFT with images."""
+    facts = r.images
+    if not facts:
+        return []
+    tokens = facts["image_tokens_per_request"]
+    return ["{s:{c}^{n}}".format(s="Images", n=50, c="-"),
+            _row("Images per request:", f"{facts['images_per_request']:g}"),
+            _row("Image tokens per request:", "not reported (no prompt_tokens in the answers)" if tokens is None
+                 else f"{tokens:,.1f} ({facts['image_tokens_basis']})"),
+            _row("Mean TTFT with images (ms):", f"{facts['mean_ttft_ms']:.2f}"),
+            _row("P99 TTFT with images (ms):", f"{facts['p99_ttft_ms']:.2f}")]
 
 
 def _replay_section(r: LoadResult) -> list[str]:

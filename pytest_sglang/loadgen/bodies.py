@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_sglang.loadgen.datasets import Prompt, PromptValue
+from pytest_sglang.loadgen.imageset import image_shape
 from pytest_sglang.loadgen.spec import LoadSpec
 
 PATHS = {"native": "/generate", "completions": "/v1/completions", "chat": "/v1/chat/completions"}
@@ -20,7 +21,7 @@ def request_body(spec: LoadSpec, prompt: Prompt, output_len: int | None = None) 
     p = prompt.prompt
     if spec.api == "native":
         key = "input_ids" if isinstance(p, list) and p and isinstance(p[0], int) else "text"
-        return {
+        body: dict[str, Any] = {
             key: p if key == "input_ids" else _as_text(p),
             "stream": True,
             "sampling_params": {
@@ -29,6 +30,10 @@ def request_body(spec: LoadSpec, prompt: Prompt, output_len: int | None = None) 
                 "ignore_eos": spec.ignore_eos,
             },
         }
+        if prompt.images:  # the placeholders stand where bench_serving's processor chat template puts them
+            body["text"] = image_token(spec) * len(prompt.images) + _as_text(p)
+            body["image_data"] = list(prompt.images)
+        return body
     # include_usage makes the server report the true token count (bench_serving falls back to
     # the requested length, which would hide a short answer).
     common = {
@@ -44,9 +49,22 @@ def request_body(spec: LoadSpec, prompt: Prompt, output_len: int | None = None) 
     messages = (
         p
         if isinstance(p, list) and p and isinstance(p[0], dict)
-        else [{"role": "user", "content": _as_text(p)}]
+        else [{"role": "user", "content": _content(prompt)}]
     )
     return {"messages": messages, "max_completion_tokens": out, **common}
+
+
+def _content(prompt: Prompt) -> str | list[dict[str, Any]]:
+    """The user message: its text, or bench_serving's image_url parts followed by the text part."""
+    if not prompt.images:
+        return _as_text(prompt.prompt)
+    parts: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": url}} for url in prompt.images]
+    return [*parts, {"type": "text", "text": _as_text(prompt.prompt)}]
+
+
+def image_token(spec: LoadSpec) -> str:
+    """The image placeholder of ``spec``'s image dataset (LoadSpec refuses a native image load without one)."""
+    return image_shape(spec.dataset).image_token or ""
 
 
 def _as_text(p: PromptValue) -> str:

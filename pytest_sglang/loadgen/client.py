@@ -81,7 +81,7 @@ async def send_request(
     """
     expected = prompt.output_len if output_len is None else output_len
     rec = RequestRecord(index=index, prompt_len=prompt.prompt_len, sent_prompt_len=prompt.prompt_len,
-                        expected_output_len=expected)
+                        expected_output_len=expected, images=len(prompt.images))
     body = json.dumps(request_body(spec, prompt, expected)).encode()
     limit = spec.request_timeout(expected, prompt.prompt_len if spec.is_trace() else None)  # a trace row's own length
     del prompt  # in flight, only the encoded body is held (a token id list costs ~7x its JSON)

@@ -193,6 +193,10 @@ class Collector:
     #: Prompt tokens, exact over every completed request: [sent, counted by the server] of those whose
     #: answer reported ``prompt_tokens``, how many did, and how many did not (:mod:`.tokencount`).
     prompt_counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    #: Images, exact over every completed request: [requests with images, images sent, of those requests the
+    #: ones whose answer reported prompt_tokens, their server prompt tokens minus the text tokens sent, the
+    #: ones whose answer reported image_tokens, the sum of those].
+    image_counts: list[int] = field(default_factory=lambda: [0] * 6)
     #: Trace replay: the largest |send - scheduled| in seconds, exact over every request.
     late_max: float = 0.0
     #: Requests whose client went away on purpose (``LoadSpec.cancel_rate``): kept out of every figure.
@@ -225,6 +229,8 @@ class Collector:
             self.late_max = max(self.late_max, abs(rec.start - rec.scheduled))
         if not rec.success:
             return
+        if rec.images:
+            self._note_images(rec)
         if rec.server_prompt_len is None:
             self.prompt_counts[3] += 1
         else:
@@ -237,6 +243,17 @@ class Collector:
         self.cache_requests += 1
         self.cache[0] += rec.prompt_len
         self.cache[1] += rec.cached_tokens
+
+    def _note_images(self, rec: RequestRecord) -> None:
+        counts = self.image_counts
+        counts[0] += 1
+        counts[1] += rec.images
+        if rec.server_prompt_len is not None:
+            counts[2] += 1
+            counts[3] += rec.server_prompt_len - rec.sent_prompt_len
+        if rec.image_tokens is not None:
+            counts[4] += 1
+            counts[5] += rec.image_tokens
 
     def _note_failure(self, rec: RequestRecord) -> None:
         kind = rec.error_kind
@@ -271,6 +288,7 @@ class Collector:
         self.cache_requests += other.cache_requests
         self.cache_unreported += other.cache_unreported
         self.prompt_counts = [a + b for a, b in zip(self.prompt_counts, other.prompt_counts, strict=True)]
+        self.image_counts = [a + b for a, b in zip(self.image_counts, other.image_counts, strict=True)]
         self.late_max = max(self.late_max, other.late_max)
         self.cancelled += other.cancelled
         for kind, (index, text) in other.first.items():

@@ -21,6 +21,7 @@ from typing import Any
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.files import DEFAULT_CAP, read_capped_text
 from pytest_sglang.loadgen import traces
+from pytest_sglang.loadgen.imageset import ImagePool, image_pool, image_shape, read_mmmu
 from pytest_sglang.loadgen.spec import MAX_LEN, MAX_LOAD_S, LoadSpec, dataset_parts
 from pytest_sglang.loadgen.workloads import TRACE_KINDS
 
@@ -44,6 +45,8 @@ class Prompt:
     prompt: PromptValue
     prompt_len: int
     output_len: int
+    #: Image data URLs sent with the prompt (image datasets; shared by requests, see :class:`.imageset.ImagePool`).
+    images: tuple[str, ...] = ()
 
 
 class PromptSource:
@@ -69,10 +72,22 @@ class PromptSource:
         elif kind == "jsonl":
             self._base = _read_jsonl(Path(path))
         self._vocab = range(10, spec.vocab())
+        self._pool: ImagePool | None = None
+        self._mmmu: list[tuple[str, str]] | None = None
+        if kind == "image":
+            # Built before the clock starts, and once: the check, the warmup and the run share it.
+            self._pool = image_pool(image_shape(spec.dataset), spec.seed)
+        elif kind == "mmmu":
+            self._mmmu = read_mmmu(Path(path), _read_text(Path(path), "mmmu"))
 
     def get(self, index: int) -> Prompt:
         rng = random.Random(f"{self.seed}:{index}")
         spec = self.spec
+        if self._pool is not None:
+            return _image_prompt(spec, rng, self._pool, index)
+        if self._mmmu is not None:  # bench_serving's MMMU: the question, its image, output_len tokens
+            question, url = self._mmmu[index % len(self._mmmu)]
+            return Prompt(question, estimate_len(question), spec.output_len, (url,))
         if self._base is None:
             return _random_prompt(spec, rng, self._vocab)
         text, out_len = self._base[index % len(self._base)]
@@ -108,6 +123,14 @@ def _random_prompt(spec: LoadSpec, rng: random.Random, vocab: range) -> Prompt:
         # Chat takes text only: one short word per wanted token (the server reports the true count).
         return Prompt(" ".join(f"w{i % 97}" for i in ids), in_len, out_len)
     return Prompt(ids, in_len, out_len)
+
+
+def _image_prompt(spec: LoadSpec, rng: random.Random, pool: ImagePool, index: int) -> Prompt:
+    """bench_serving's image request: random text of the random dataset's lengths, then its images."""
+    in_len = _draw(spec.input_len, spec.range_ratio, rng)
+    out_len = _draw(spec.output_len, spec.range_ratio, rng)
+    text = " ".join(f"w{rng.randrange(97)}" for _ in range(in_len))
+    return Prompt(text, in_len, out_len, pool.take(index, rng))
 
 
 def estimate_len(prompt: PromptValue) -> int:

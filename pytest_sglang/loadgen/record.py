@@ -56,6 +56,11 @@ class RequestRecord:
     #: ``meta_info.prompt_tokens`` / ``usage.prompt_tokens`` as the server reported it; None = not reported.
     server_prompt_len: int | None = None
     expected_output_len: int = 0
+    #: Images sent with the prompt (image datasets); 0 for text.
+    images: int = 0
+    #: The server's own count of the prompt's image tokens (``meta_info.image_tokens``, OpenAI
+    #: ``usage.prompt_tokens_details.image_tokens``); None = not reported.
+    image_tokens: int | None = None
     chunks: int = 0
     #: The server's request id (``meta_info.id`` / chunk ``id``), to find the request in server logs.
     rid: str | None = None

@@ -19,7 +19,7 @@ _BACKENDS = {"native": "sglang", "completions": "sglang-oai", "chat": "sglang-oa
 _CONTEXT = frozenset({
     "spec", "url", "errors", "warmup_errors", "server_view", "records", "not_sent", "stopped",
     "percentile_sample", "first_failures", "refused_from_s", "cache_report", "workload",
-    "prompt_tokens", "cancelled",
+    "prompt_tokens", "cancelled", "images",
 })
 
 
@@ -95,6 +95,8 @@ class LoadResult:
     workload: dict[str, Any] = field(default_factory=dict)
     #: Prompt tokens the server counted against those the client sent (:func:`.tokencount.token_report`).
     prompt_tokens: dict[str, Any] = field(default_factory=dict)
+    #: Image loads: images and image tokens per request, TTFT with images (:func:`image_report`); empty for text.
+    images: dict[str, Any] = field(default_factory=dict)
     records: list[RequestRecord] = field(default_factory=list, repr=False)
 
     @classmethod
@@ -140,7 +142,7 @@ class LoadResult:
         facts = dict(workload or {})
         if "trace" in facts:
             facts["timing_error_ms"] = timing_error(collector)
-        return cls(
+        result = cls(
             spec=spec,
             url=url,
             errors=dict(sorted(collector.errors.items())),
@@ -159,6 +161,8 @@ class LoadResult:
             prompt_tokens=token_report(spec, collector.prompt_counts),
             **collector.metrics(duration),
         )
+        result.images = image_report(collector.image_counts, result)
+        return result
 
     def __repr__(self) -> str:
         """One line with the figures people look at first (the full set is :meth:`to_dict`); no URL."""
@@ -248,6 +252,7 @@ class LoadResult:
             "cache_report": dict(self.cache_report),
             "workload": dict(self.workload),
             "prompt_tokens": dict(self.prompt_tokens),
+            "images": dict(self.images),
             "spec": self.spec.to_dict(),
             # Bounded per-request samples: what a baseline comparison needs for its interval.
             "samples": self.samples().to_dict(),
@@ -366,3 +371,34 @@ def workload_context(cache: dict[str, Any], facts: dict[str, Any],
     if facts.get("vocab"):
         lines["vocabulary"] = vocab_text(facts["vocab"])
     return lines
+
+
+def image_report(counts: list[int], result: LoadResult) -> dict[str, Any]:
+    """An image load's figures from :attr:`.collect.Collector.image_counts`; empty when no request had images.
+
+    Image tokens are the server's own ``image_tokens`` when its answers report them (SGLang 0.5.23 does);
+    else its ``prompt_tokens`` minus the text tokens the client sent (bench_serving's "vision tokens" are
+    the processor's count minus the text's), which on the chat API include the chat template's tokens.
+    None when no answer reported either.
+    """
+    with_images, sent, reporting, extra, reporting_images, image_tokens = counts
+    if not with_images:
+        return {}
+    per: float | None
+    if reporting_images:
+        per, basis, n = image_tokens / reporting_images, "the server's image_tokens", reporting_images
+    else:
+        per = extra / reporting if reporting else None
+        basis, n = "server prompt_tokens minus the text tokens sent", reporting
+        if result.spec.api == "chat":
+            basis += " (includes the chat template's tokens)"
+    return {
+        "requests_with_images": with_images,
+        "images_per_request": round(sent / with_images, 2),
+        "image_tokens_per_request": round(per, 1) if per is not None else None,
+        "requests_reporting_tokens": n,
+        "image_tokens_basis": basis,
+        "mean_ttft_ms": result.mean_ttft_ms,
+        "median_ttft_ms": result.median_ttft_ms,
+        "p99_ttft_ms": result.p99_ttft_ms,
+    }

@@ -10,13 +10,19 @@ from typing import Any
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.loadgen.cancel import cancel_count
+from pytest_sglang.loadgen.imageset import image_shape
 from pytest_sglang.loadgen.workloads import DEFAULT_TRACE_CAP, TRACE_KINDS, multiturn_shape
 
 APIS = ("native", "chat", "completions")
 #: Dataset forms: ``random-ids``, ``sharegpt:PATH``, ``jsonl:PATH``, the traces ``mooncake:PATH`` and
 #: ``burstgpt:PATH``, and ``multiturn[:KEY=VALUE,...]`` (see :mod:`.workloads`).
-DATASET_KINDS = ("random-ids", "sharegpt", "jsonl", *TRACE_KINDS, "multiturn")
-DATASET_FORMS = "random-ids, sharegpt:PATH, jsonl:PATH, mooncake:PATH, burstgpt:PATH or multiturn[:KEY=VALUE,...]"
+DATASET_KINDS = ("random-ids", "sharegpt", "jsonl", *TRACE_KINDS, "multiturn", "image", "mmmu")
+DATASET_FORMS = ("random-ids, sharegpt:PATH, jsonl:PATH, mooncake:PATH, burstgpt:PATH, multiturn[:KEY=VALUE,...], "
+                 "image[:KEY=VALUE,...] or mmmu:PATH")
+#: Dataset kinds whose requests carry images (:mod:`.imageset`).
+IMAGE_KINDS = ("image", "mmmu")
+#: Prompt-per-request kinds: any number of processes or nodes can each build their share.
+_SHARDABLE = ("random-ids", "sharegpt", "jsonl", *IMAGE_KINDS)
 #: Largest ``trace_time_scale`` either way (beyond, a trace would take years or arrive all at once).
 MAX_TIME_SCALE = 1e6
 #: The longest a load may take, its deadline given or derived (a week, as a soak's longest duration). Every
@@ -249,7 +255,7 @@ class LoadSpec:
     def _check_dataset(self) -> None:
         kind, path = dataset_parts(self.dataset)
         needs_path = kind != "random-ids"
-        if kind not in DATASET_KINDS or (needs_path != bool(path) and kind != "multiturn") or (
+        if kind not in DATASET_KINDS or (needs_path != bool(path) and kind not in ("multiturn", "image")) or (
                 kind == "random-ids" and ":" in self.dataset):
             _bad("dataset", self.dataset, "unknown dataset", f"use {DATASET_FORMS}")
         scale = self.trace_time_scale
@@ -261,7 +267,7 @@ class LoadSpec:
             _bad("trace_time_scale", scale, f"applies to a trace replay only, not to dataset {kind}",
                  "drop trace_time_scale, or give dataset='mooncake:PATH' or 'burstgpt:PATH'")
         for name in ("processes", "nodes"):
-            if kind not in ("random-ids", "sharegpt", "jsonl") and getattr(self, name) > 1:
+            if kind not in _SHARDABLE and getattr(self, name) > 1:
                 _bad(name, getattr(self, name), f"must be 1 for dataset {kind} (one timeline: a trace's clock or "
                      f"each session's turns)", f"drop {name}=, or use a random-ids/sharegpt/jsonl dataset")
         if kind in TRACE_KINDS and self.request_rate is not None:
@@ -269,6 +275,20 @@ class LoadSpec:
                  "arrival times", "drop request_rate; speed the replay up or down with trace_time_scale")
         if kind == "multiturn":
             self._check_multiturn()
+        if kind in IMAGE_KINDS:
+            self._check_images(kind)
+
+    def _check_images(self, kind: str) -> None:
+        # bench_serving's image dataset: "sglang" (native /generate) and "sglang-oai-chat" only.
+        if self.api == "completions":
+            _bad("api", self.api, f"cannot carry the images of dataset {kind} (as bench_serving's image dataset)",
+                 "use api='chat' (image_url content parts) or api='native' (image_data)")
+        token = image_shape(self.dataset).image_token if kind == "image" else None
+        if self.api == "native" and token is None:
+            _bad("api", self.api, f"sends dataset {kind}'s images in image_data, which the server matches to the "
+                 "model's image placeholder in the text: without it they would be ignored",
+                 "add image_token=PLACEHOLDER to the image dataset (Qwen2-VL: <|vision_start|><|image_pad|>"
+                 "<|vision_end|>), or use api='chat' (the server applies its chat template)")
 
     def _check_multiturn(self) -> None:
         shape = multiturn_shape(self.dataset)

@@ -204,6 +204,9 @@ class NativeReader(StreamReader):
         cached = _count(meta.get("cached_tokens"))
         if cached is not None:
             self.record.cached_tokens = cached
+        image_tokens = _count(meta.get("image_tokens"))
+        if image_tokens is not None:
+            self.record.image_tokens = image_tokens
         ids = data.get("output_ids")
         if isinstance(ids, list):
             self._ids(len(ids), n)
@@ -287,6 +290,9 @@ class OpenAIReader(StreamReader):
             cached = _count(_obj(usage.get("prompt_tokens_details")).get("cached_tokens"))
             if cached is not None:
                 self.record.cached_tokens = cached
+            image_tokens = _count(_obj(usage.get("prompt_tokens_details")).get("image_tokens"))
+            if image_tokens is not None:
+                self.record.image_tokens = image_tokens
         details = _obj(_obj(data.get("sglext")).get("cached_tokens_details"))
         if details:  # per-tier counts, asked for with return_cached_tokens_details (bench_serving sums them)
             self.record.cached_tokens = sum(_count(details.get(k)) or 0 for k in ("device", "host", "storage"))

@@ -140,7 +140,19 @@ def _workload_lines(loads: list[Mapping[str, Any]]) -> list[str]:
             if random and label not in _ALWAYS and not flagged:
                 continue
             lines += textwrap.wrap(f"{label}: {value}", width=WIDTH, initial_indent="    ", subsequent_indent="      ")
+        if load.get("images"):
+            lines += textwrap.wrap(f"images: {image_text(load['images'])}", width=WIDTH, initial_indent="    ",
+                                   subsequent_indent="      ")
     return lines
+
+
+def image_text(facts: Mapping[str, Any]) -> str:
+    """An image load's figures in one line: images and image tokens per request, TTFT with images."""
+    tokens = facts.get("image_tokens_per_request")
+    counted = "image tokens not reported" if tokens is None else \
+        f"{tokens:,.1f} image tokens per request ({facts.get('image_tokens_basis')})"
+    return (f"{facts.get('images_per_request', 0):g} per request, {counted}; TTFT with images mean "
+            f"{facts.get('mean_ttft_ms', 0):,.1f} ms, p99 {facts.get('p99_ttft_ms', 0):,.1f} ms")
 
 
 #: Shorter units for the 80-column table ("32 c… requests" was unreadable), used only when needed.

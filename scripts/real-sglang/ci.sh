@@ -7,7 +7,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 started=$SECONDS
-# setup.sh ends with REAL_SGLANG_PYTHON=, REAL_SGLANG_MODEL= and REAL_SGLANG_ARITH_MODEL= lines: hand
+# setup.sh ends with REAL_SGLANG_PYTHON=, REAL_SGLANG_MODEL=, REAL_SGLANG_ARITH_MODEL= and REAL_SGLANG_VLM_MODEL= lines: hand
 # exactly those to the tests.
 setup_out="$(mktemp)"
 pd_out="$(mktemp)"
@@ -16,6 +16,7 @@ bash scripts/real-sglang/setup.sh | tee "$setup_out"   # pipefail: a failed setu
 export REAL_SGLANG_PYTHON="$(sed -n 's/^REAL_SGLANG_PYTHON=//p' "$setup_out")"
 export REAL_SGLANG_MODEL="$(sed -n 's/^REAL_SGLANG_MODEL=//p' "$setup_out")"
 export REAL_SGLANG_ARITH_MODEL="$(sed -n 's/^REAL_SGLANG_ARITH_MODEL=//p' "$setup_out")"
+export REAL_SGLANG_VLM_MODEL="$(sed -n 's/^REAL_SGLANG_VLM_MODEL=//p' "$setup_out")"
 # Through a file, never tee into /dev/stderr: that reopens a log that stdout and stderr are redirected
 # to with truncation, and everything logged before becomes NUL bytes.
 bash scripts/real-sglang/pd-setup.sh | tee "$pd_out"

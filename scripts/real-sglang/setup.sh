@@ -15,17 +15,20 @@
 #   REAL_SGLANG_VENV  venv path             (default $REAL_SGLANG_HOME/venv)
 #   REAL_SGLANG_MODEL tiny model folder     (default $REAL_SGLANG_HOME/tiny-llama)
 #   REAL_SGLANG_ARITH_MODEL  trained model  (default $REAL_SGLANG_HOME/arith-llama)
+#   REAL_SGLANG_VLM_MODEL    tiny Qwen2-VL  (default $REAL_SGLANG_HOME/tiny-qwen2-vl; images, dummy weights)
 #   SGLANG_WHEEL      a local sglang wheel  (default: sglang==0.5.23 from the package index)
 #   TORCH_SPEC        torch requirement     (default torch==2.13.0; needs a CPU wheel reachable by pip,
 #                                            e.g. through PIP_FIND_LINKS or a CPU index)
 #   PYTHON            interpreter for the venv (default python3.11, else python3)
 # Prints, last, the lines tests/real reads: REAL_SGLANG_PYTHON=... REAL_SGLANG_MODEL=... REAL_SGLANG_ARITH_MODEL=...
+# REAL_SGLANG_VLM_MODEL=...
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 HOME_DIR="${REAL_SGLANG_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/pytest-sglang/real-sglang}"
 VENV="${REAL_SGLANG_VENV:-$HOME_DIR/venv}"
 MODEL="${REAL_SGLANG_MODEL:-$HOME_DIR/tiny-llama}"
 ARITH="${REAL_SGLANG_ARITH_MODEL:-$HOME_DIR/arith-llama}"
+VLM="${REAL_SGLANG_VLM_MODEL:-$HOME_DIR/tiny-qwen2-vl}"
 TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
 SGLANG_SPEC="${SGLANG_WHEEL:-sglang==0.5.23}"
 PYTHON="${PYTHON:-python3.11}"
@@ -33,7 +36,7 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 started=$SECONDS
 say() { printf '[real-sglang setup %3ds] %s\n' "$((SECONDS - started))" "$*"; }
 
-if [[ "${1:-}" == "--fresh" ]]; then say "--fresh: removing $VENV, $MODEL and $ARITH"; rm -rf "$VENV" "$MODEL" "$ARITH"; fi
+if [[ "${1:-}" == "--fresh" ]]; then say "--fresh: removing $VENV, $MODEL, $ARITH and $VLM"; rm -rf "$VENV" "$MODEL" "$ARITH" "$VLM"; fi
 
 # The stamp is a digest of every input of the install; equal digest + working import = nothing to do.
 # That keeps a cached CI run to the import check instead of ~50 no-op pip resolutions.
@@ -110,6 +113,17 @@ else
   say "done; venv $(du -sh "$VENV" | cut -f1)"
 fi
 
+# Image loads: the tiny Qwen2-VL (dummy weights) and what bench_serving imports beyond the server
+# (its dataset modules import Hugging Face `datasets` at load, even for --dataset-name image).
+if [[ ! -f "$VLM/config.json" ]]; then
+  say "tiny Qwen2-VL -> $VLM"
+  "$VENV/bin/python" "$HERE/make_tiny_vlm.py" "$VLM"
+fi
+if ! "$VENV/bin/python" -c "import datasets" >/dev/null 2>&1; then
+  say "datasets (for sglang.bench_serving)"
+  pip_install "datasets"
+fi
+
 # The trained model: its stamp is a digest of what decides the weights (the training scripts, the
 # task's generator and prompt format, torch, transformers and tokenizers). Equal stamp = the folder
 # is that model; skip training.
@@ -128,3 +142,4 @@ fi
 echo "REAL_SGLANG_PYTHON=$VENV/bin/python"
 echo "REAL_SGLANG_MODEL=$MODEL"
 echo "REAL_SGLANG_ARITH_MODEL=$ARITH"
+echo "REAL_SGLANG_VLM_MODEL=$VLM"

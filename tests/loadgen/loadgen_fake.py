@@ -44,6 +44,10 @@ class FakeBehaviour:
     endless_error: bool = False
     #: Write one ``data:`` line of this many bytes with no newline, then hold the stream open.
     long_line: int | None = None
+    #: Prompt tokens per image of a request with ``image_data`` (its text counts a token a word).
+    image_tokens: int = 0
+    #: Report ``image_tokens`` in meta_info as SGLang 0.5.23 does.
+    report_image_tokens: bool = False
 
 
 @dataclass
@@ -70,8 +74,13 @@ async def _hold(request: web.Request) -> None:
 
 def _chunk(b: FakeBehaviour, body: dict[str, Any], n: int, want: int) -> dict[str, Any]:
     fr = {"type": "length", "length": n} if n == want else None
+    prompt = len(body.get("input_ids", []))
+    if body.get("image_data"):
+        prompt = len(str(body.get("text", "")).split()) + b.image_tokens * len(body["image_data"])
     meta = {"completion_tokens": n + b.lie_short if b.claim is None else b.claim, "finish_reason": fr,
-            "prompt_tokens": len(body.get("input_ids", []))}
+            "prompt_tokens": prompt}
+    if b.report_image_tokens:
+        meta["image_tokens"] = b.image_tokens * len(body.get("image_data", []))
     chunk: dict[str, Any] = {"text": "x" * n}
     if b.ids:
         chunk["output_ids"] = [100 + i for i in range(n)]

@@ -40,7 +40,7 @@ BASE = ["--requests", "4", "--input-len", "8", "--output-len", "5"]
         (
             ["--url", "http://x", "--concurrency", "2", *BASE, "--dataset", "foo"],
             "error: argument --dataset: invalid value: 'foo' (use random-ids, sharegpt:PATH, jsonl:PATH, "
-            "mooncake:PATH, burstgpt:PATH or multiturn[:KEY=VALUE,...])",
+            "mooncake:PATH, burstgpt:PATH, multiturn[:KEY=VALUE,...], image[:KEY=VALUE,...] or mmmu:PATH)",
         ),
         (
             ["--url", "http://x", "--concurrency", "2", *BASE, "--api", "grpc"],

@@ -28,7 +28,7 @@ from pytest_sglang.loadgen.datasets import build_prompts
         (
             {"dataset": "sharegpt"},
             "LoadSpec.dataset='sharegpt': unknown dataset. Fix: use random-ids, sharegpt:PATH, jsonl:PATH, "
-            "mooncake:PATH, burstgpt:PATH or multiturn[:KEY=VALUE,...]",
+            "mooncake:PATH, burstgpt:PATH, multiturn[:KEY=VALUE,...], image[:KEY=VALUE,...] or mmmu:PATH",
         ),
         (
             {"request_rate": 0.0},

@@ -72,7 +72,8 @@ def test_a_multiturn_option_given_twice_is_refused_naming_it(dataset: str) -> No
     ({"dataset": f"burstgpt:{BURSTGPT}", "processes": 2, "concurrency": 4}, "LoadSpec.processes=2: must be 1 for "
                                                                             "dataset burstgpt"),
     ({"dataset": "mooncake:"}, "LoadSpec.dataset='mooncake:': unknown dataset. Fix: use random-ids, sharegpt:PATH, "
-                               "jsonl:PATH, mooncake:PATH, burstgpt:PATH or multiturn[:KEY=VALUE,...]"),
+                               "jsonl:PATH, mooncake:PATH, burstgpt:PATH, multiturn[:KEY=VALUE,...], "
+                               "image[:KEY=VALUE,...] or mmmu:PATH"),
     ({"dataset": "random-ids:x"}, "unknown dataset"),
     ({"trace_time_scale": 0}, "LoadSpec.trace_time_scale=0: must be a number from 1e-06 to 1e+06. Fix: use 1.0 to "
                               "replay at the recorded pace, 0.1 for 10x faster, 2.0 for twice as slow"),
