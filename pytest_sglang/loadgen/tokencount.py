@@ -10,13 +10,16 @@ speed on the load that was asked for. What the client's figure is depends on the
   on the tiny real model). Judged only against a tolerance the user gives; else reported.
 - ``estimate``: text from a data set, which the client does not tokenize (about 4 characters a token):
   the difference is reported, never flagged.
+- ``images``: an image load; the server's count includes each image's tokens (its processor's, thousands
+  an image), so the difference is reported with that said, never flagged (the images' own figures are
+  the load's ``images`` report).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pytest_sglang.loadgen.spec import LoadSpec, dataset_parts
+from pytest_sglang.loadgen.spec import IMAGE_KINDS, LoadSpec, dataset_parts
 
 #: The tolerance where token ids were sent and none was given (% of the ids sent).
 DEFAULT_TOLERANCE_PCT = 5.0
@@ -25,12 +28,15 @@ BASES = {
     "exact": "token ids sent",
     "chat": "words asked for, sent as chat text (the server adds its chat template and tokenizer)",
     "estimate": "estimated from text at ~4 characters a token (the client does not tokenize)",
+    "images": "the text sent; the server's count also holds the images' tokens (see the images figures)",
 }
 
 
 def basis(spec: LoadSpec) -> str:
     """What the client's prompt-token figure is for ``spec`` (a key of :data:`BASES`)."""
     kind = dataset_parts(spec.dataset)[0]
+    if kind in IMAGE_KINDS:
+        return "images"
     if kind not in ("random-ids", "mooncake", "burstgpt"):
         return "estimate"
     return "chat" if spec.api == "chat" else "exact"
@@ -55,7 +61,8 @@ def token_report(spec: LoadSpec, counts: list[int]) -> dict[str, Any]:
         "requests_compared": compared,
         "requests_not_reporting": unreported,
         "tolerance_pct": tolerance,
-        "flagged": how != "estimate" and tolerance is not None and pct is not None and abs(pct) > tolerance,
+        "flagged": (how not in ("estimate", "images") and tolerance is not None and pct is not None
+                    and abs(pct) > tolerance),
     }
 
 

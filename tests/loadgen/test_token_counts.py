@@ -153,3 +153,14 @@ def test_counts_add_up_over_client_processes(sim_factory: Any) -> None:
     tokens = result.prompt_tokens
     assert (tokens["sent_prompt_tokens"], tokens["server_prompt_tokens"], tokens["requests_compared"]) == (
         16 * 64, 16 * 80, 16)
+
+
+def test_an_image_loads_count_is_said_to_hold_the_images_and_never_flagged() -> None:
+    # The server's prompt_tokens of an image load hold each image's tokens (thousands): read as a template's
+    # extra tokens it showed "+3787.5 %, estimate"; it is reported as what it is, never flagged.
+    from pytest_sglang.loadgen.tokencount import token_report, token_text
+
+    spec = LoadSpec(requests=4, dataset="image:count=2,resolution=360p", api="chat", prompt_token_tolerance_pct=5.0)
+    report = token_report(spec, [400, 15_550, 4, 0])
+    assert report["basis"] == "images" and not report["flagged"], report
+    assert "images' tokens" in token_text(report)
