@@ -55,8 +55,8 @@ from typing import Any
 import httpx
 
 from pytest_sglang.fleet.gateway import GatewayMember, gateway_argv, resolve_command, start_gateway
-from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.gates.paired import judge_paired
+from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.steady import steady_metrics
 from pytest_sglang.simulator import Simulator
@@ -185,7 +185,7 @@ def figure(load: dict[str, Any], metric: str, steady: bool) -> float:
     if not steady:
         return float(load[metric])
     records = [RequestRecord.from_dict(r) for r in load["records"]]
-    win, trimmed = steady_metrics(records, load["duration"])
+    _, trimmed = steady_metrics(records, load["duration"])
     return float(trimmed[metric]) if trimmed else float(load[metric])
 
 
@@ -214,8 +214,8 @@ def judge(cycles: list[dict[str, dict[str, Any]]], per_side: int, opts: argparse
     figs = [{k: {m: launch_figure(row, m, opts.steady) for m, *_ in JUDGED} for k, row in c.items()}
             for c in cycles]
     draws = distinct_draws(random.Random(opts.seed), len(cycles), per_side, opts.comparisons)
-    out = {"n": per_side, "draws": len(draws), "false": 0, "cannot": 0, "aa_by_metric": {}}
-    for metric, higher, inj, _ in JUDGED:
+    out: dict[str, Any] = {"n": per_side, "draws": len(draws), "false": 0, "cannot": 0, "aa_by_metric": {}}
+    for _, _, inj, _ in JUDGED:
         out[inj] = 0
         out[f"{inj}_cannot"] = 0
     for draw in draws:
@@ -250,7 +250,7 @@ def distinct_draws(rng: random.Random, pool: int, k: int, count: int) -> list[tu
 
 def met(r: dict[str, Any]) -> bool:
     d = r["draws"]
-    return (r["false"] / d <= FALSE_ALARM_GOAL and r["cannot"] / d <= CANNOT_JUDGE_GOAL
+    return bool(r["false"] / d <= FALSE_ALARM_GOAL and r["cannot"] / d <= CANNOT_JUDGE_GOAL
             and r["tput"] / d >= DETECTION_GOAL and r["ttft"] / d >= DETECTION_GOAL)
 
 
@@ -284,8 +284,8 @@ def judge_setup(name: str, rows: list[dict[str, Any]], opts: argparse.Namespace)
             "measured_s": sum(r["launch_s"] for r in rows), "launches": len(rows)}
 
 
-def report(row: dict[str, Any]) -> bool:
-    """Print one setup's rates per launches-per-side tried; whether some N met every goal."""
+def report(row: dict[str, Any], opts_comparisons: int) -> bool:
+    """Print one setup's rates per launches-per-side tried; whether some N met every goal with enough comparisons."""
     name = row["name"]
     workers, _, policy = SETUPS[name]
     what = (f"2 workers behind smg, policy {policy or 'cache_aware (its default)'}" if workers
@@ -296,7 +296,9 @@ def report(row: dict[str, Any]) -> bool:
     for r in row["results"]:
         d = r["draws"]
         by = f" (by metric {r['aa_by_metric']})" if r["aa_by_metric"] else ""
-        print(f"[{name}] N={r['n']} per side, {d} comparisons: A/A false alarms {r['false']}/{d} = "
+        few = (f" (fewer than --comparisons {opts_comparisons}: {d} distinct draws of {row['cycles']} cycles)"
+               if d < opts_comparisons else "")
+        print(f"[{name}] N={r['n']} per side, {d} comparisons{few}: A/A false alarms {r['false']}/{d} = "
               f"{r['false'] / d:.1%}{by}; cannot judge {r['cannot']}/{d} = {r['cannot'] / d:.1%}; detection "
               f"throughput -10% {r['tput']}/{d} = {r['tput'] / d:.1%} (cannot judge {r['tput_cannot']}), "
               f"p99 TTFT +20% {r['ttft']}/{d} = {r['ttft'] / d:.1%} (cannot judge {r['ttft_cannot']})"
@@ -309,6 +311,42 @@ def report(row: dict[str, Any]) -> bool:
           f"wall time per verdict {verdict_s:.0f} s = {verdict_s / row['one_load_s']:.1f}x one load run "
           f"({row['one_load_s']:.1f} s; a launch with its loads {row['per_launch_s']:.1f} s)", flush=True)
     return needed is not None and needed <= 1.5 * row["minimum"]
+
+
+def cv_pct(values: Sequence[float]) -> float:
+    return statistics.stdev(values) / statistics.fmean(values) * 100 if len(values) > 1 else float("nan")
+
+
+def within_cv_pct(groups: Sequence[Sequence[float]]) -> float:
+    """Pooled CV of the repeats of one launch around that launch's mean (the within-launch noise)."""
+    dev = [(v / statistics.fmean(g) - 1) ** 2 for g in groups if len(g) > 1 for v in g]
+    dof = sum(len(g) - 1 for g in groups if len(g) > 1)
+    return math.sqrt(sum(dev) / dof) * 100 if dof else float("nan")
+
+
+def steady_report(name: str, rows: list[dict[str, Any]]) -> None:
+    """Whole-run against steady-state figures of the healthy launches: noise between and within launches."""
+    healthy = [r for r in rows if r["role"] == "healthy"]
+    if len(healthy) < 2:
+        print(f"[{name}] steady-state window: {len(healthy)} healthy launch(es) saved, need 2")
+        return
+    windows = [steady_metrics([RequestRecord.from_dict(x) for x in d["records"]], d["duration"])[0]
+               for r in healthy for d in r["loads"]]
+    left = [w.requests - w.kept_requests for w in windows]
+    ramp = [w.start for w in windows]
+    drain = [w.duration - w.end for w in windows]
+    print(f"[{name}] steady-state window over {len(windows)} loads of {len(healthy)} healthy launches: left out "
+          f"{statistics.fmean(left):.1f} of {windows[0].requests} requests, {statistics.fmean(ramp):.2f} s ramp-up "
+          f"and {statistics.fmean(drain):.2f} s drain of {statistics.fmean(w.duration for w in windows):.2f} s "
+          f"(means); {sum(w.empty for w in windows)} loads without a steady state")
+    for metric in ("output_throughput", "p99_ttft_ms", "median_ttft_ms"):
+        cells = []
+        for steady in (False, True):
+            groups = [[figure(d, metric, steady) for d in r["loads"]] for r in healthy]
+            between = cv_pct([statistics.fmean(g) for g in groups])
+            cells.append(f"{'steady' if steady else 'whole run'}: between launches {between:.2f}%, "
+                         f"within a launch {within_cv_pct(groups):.2f}%")
+        print(f"[{name}]   {metric} CV: " + "; ".join(cells))
 
 
 def main() -> int:
@@ -326,6 +364,8 @@ def main() -> int:
     parser.add_argument("--steady", action="store_true",
                         help="judge figures inside each load's steady-state window (loadgen/steady.py)")
     parser.add_argument("--judge-only", action="store_true", help="judge what --runs-dir holds; launch nothing")
+    parser.add_argument("--steady-report", action="store_true",
+                        help="also print each setup's noise with and without the steady-state window")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--requests", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=16)
@@ -356,10 +396,15 @@ def main() -> int:
         for name in opts.setups.split(","):
             saved = Path(opts.runs_dir, f"{name}.jsonl")
             if opts.judge_only:
-                rows = [json.loads(line) for line in saved.read_text().splitlines()] if saved.exists() else []
+                if not saved.exists():
+                    parser.error(f"--judge-only: no launches saved in {saved}; measure them first (the same "
+                                 "command without --judge-only)")
+                rows = [json.loads(line) for line in saved.read_text().splitlines()]
             else:
                 rows = interleaved(Path(tmp), name, spec, opts.cycles, opts.repeats, saved)
-            ok &= report(judge_setup(name, rows, opts))
+            if opts.steady_report:
+                steady_report(name, rows)
+            ok &= report(judge_setup(name, rows, opts), opts.comparisons)
     print(f"total wall time {time.perf_counter() - total:.1f} s: {'all goals met' if ok else 'GOAL MISSED'}")
     return 0 if ok else 1
 

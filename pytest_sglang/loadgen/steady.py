@@ -29,7 +29,7 @@ class Window:
     requests: int
     kept_requests: int
     tokens: int
-    kept_tokens: int
+    kept_tokens: int  # output tokens that arrived inside the window
 
     @property
     def empty(self) -> bool:
@@ -64,8 +64,14 @@ def window(records: Sequence[RequestRecord], duration: float) -> Window:
     end = max(r.start for r in ok)
     kept = [r for r in ok if start <= r.start <= end] if end > start else []
     tokens = sum(r.output_len for r in ok)
-    inside = sum(start <= t <= end for r in ok for t in _token_times(r)[:r.output_len]) if kept else 0
+    inside = round(sum(_share(r, start, end) for r in ok)) if kept else 0
     return Window(start, end, duration, len(ok), len(kept), tokens, inside)
+
+
+def _share(r: RequestRecord, start: float, end: float) -> float:
+    """The output tokens of ``r`` that arrived in [start, end]: a chunk of several tokens counts them all."""
+    times = _token_times(r)
+    return r.output_len * sum(start <= t <= end for t in times) / len(times)
 
 
 def steady_metrics(records: Sequence[RequestRecord], duration: float) -> tuple[Window, dict[str, Any]]:
