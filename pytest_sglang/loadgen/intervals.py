@@ -22,6 +22,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_sglang.loadgen.launch_noise import cannot_judge_within, count_needed, judgeable, two_sided
 from pytest_sglang.loadgen.stats import percentile
 
 #: Two-sided confidence of every interval.
@@ -72,12 +73,9 @@ def unreliable_note(metric: str, samples: int, *, noise_pct: float | None = None
     if q is not None and samples < min_samples(q):
         return (f"{metric} from {samples} requests is unreliable: a p{q:g} needs at least {min_samples(q)} "
                 f"(from {samples} it is about their {'maximum' if q >= 99 else 'largest few'}); raise requests=")
-    if noise_pct is None or limit_pct is None or limit_pct <= 0 or noise_pct <= limit_pct:
+    if noise_pct is None or limit_pct is None or judgeable(count_needed(1, noise_pct, limit_pct), 1):
         return None
-    more = (noise_pct / limit_pct) ** 2
-    return (f"cannot judge a {limit_pct:g} % change of {metric} from this load: its noise is ±{noise_pct:.1f} %, so "
-            f"only a change beyond {noise_pct:.1f} % fails; about {math.ceil(max(samples, 1) * more)} requests= or "
-            f"{math.ceil(max(repeats, 1) * more)} repeats= would")
+    return cannot_judge_within(metric, limit_pct, noise_pct, samples, repeats)
 
 
 @dataclass(frozen=True)
@@ -227,37 +225,12 @@ def side(metric: str, figures: Sequence[float], samples: Samples | Sequence[Samp
     return Side(tuple(float(f) for f in figures), boot)
 
 
-def _t_within(t: float, df: int) -> float:
-    """P(|T| < t) for Student's t with ``df`` degrees of freedom (Abramowitz & Stegun 26.7.3-4: exact sums)."""
-    theta = math.atan(t / math.sqrt(df))
-    c2 = math.cos(theta) ** 2
-    if df % 2:  # odd: (2/pi) (theta + sin cos (1 + 2/3 cos^2 + 2*4/(3*5) cos^4 + ...)), ending at cos^(df-3)
-        term, total = 1.0, 1.0 if df > 1 else 0.0
-        for k in range(1, (df - 1) // 2):
-            term *= c2 * (2 * k) / (2 * k + 1)
-            total += term
-        return 2 / math.pi * (theta + math.sin(theta) * math.cos(theta) * total)
-    term, total = 1.0, 1.0  # even: sin (1 + 1/2 cos^2 + 1*3/(2*4) cos^4 + ...), ending at cos^(df-2)
-    for k in range(1, df // 2):
-        term *= c2 * (2 * k - 1) / (2 * k)
-        total += term
-    return math.sin(theta) * total
-
-
 def z_value(confidence: float = CONFIDENCE, df: int | None = None) -> float:
     """The interval's two-sided multiplier: Student's t for a spread from ``df`` degrees of freedom, else normal.
 
-    Few repeats estimate their spread loosely: t widens the interval for it.
+    Few repeats estimate their spread loosely: t widens the interval for it (:func:`.launch_noise.two_sided`).
     """
-    if df is None or df < 1 or df > 1000:
-        return statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
-    low, high = 0.0, 1.0
-    while _t_within(high, df) < confidence:
-        high *= 2
-    for _ in range(100):  # bisection: P(|T| < t) grows with t
-        mid = (low + high) / 2
-        low, high = (mid, high) if _t_within(mid, df) < confidence else (low, mid)
-    return high
+    return two_sided(confidence, df)
 
 
 def simultaneous(count: int, confidence: float = CONFIDENCE) -> float:
