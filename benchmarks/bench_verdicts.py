@@ -55,8 +55,9 @@ from typing import Any
 import httpx
 
 from pytest_sglang.fleet.gateway import GatewayMember, gateway_argv, resolve_command, start_gateway
-from pytest_sglang.gates.paired import judge_paired
+from pytest_sglang.gates.paired import MIN_PAIRS, judge_paired
 from pytest_sglang.loadgen import LoadSpec, run_load
+from pytest_sglang.loadgen.launch_noise import launches_needed
 from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.steady import steady_metrics
 from pytest_sglang.simulator import Simulator
@@ -177,7 +178,6 @@ def interleaved(work: Path, setup_name: str, spec: LoadSpec, cycles: int, repeat
 #: The figures judged: (metric, higher is better, the injection that moves it, its size in percent).
 JUDGED = (("output_throughput", True, "tput", 10.0), ("p99_ttft_ms", False, "ttft", 20.0))
 CANNOT_JUDGE_GOAL = 0.05
-MIN_ALPHA, MIN_POWER = 0.01, 0.95  # the issue's statistical minimum: one-sided 1 %, power 0.95
 
 
 def figure(load: dict[str, Any], metric: str, steady: bool) -> float:
@@ -204,9 +204,12 @@ def by_cycle(rows: list[dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:
 
 
 def min_per_side(spread_pct: float, change_pct: float) -> int:
-    """The statistical minimum: (z(1-alpha) + z(power))^2 s^2 / change^2 pairs, at least 2."""
-    z = statistics.NormalDist().inv_cdf
-    return max(2, math.ceil(((z(1 - MIN_ALPHA) + z(MIN_POWER)) * spread_pct / change_pct) ** 2))
+    """The issue's statistical minimum (normal approximation, one-sided 1 %, power 0.95) for the noise measured.
+
+    The launch-to-launch CV is the paired differences' spread over the square root of 2 (two launches
+    each contribute theirs); at least 2, as a paired verdict needs.
+    """
+    return max(MIN_PAIRS, launches_needed(change_pct, spread_pct / math.sqrt(2)))
 
 
 def judge(cycles: list[dict[str, dict[str, Any]]], per_side: int, opts: argparse.Namespace) -> dict[str, Any]:
