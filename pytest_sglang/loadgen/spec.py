@@ -109,6 +109,9 @@ class LoadSpec:
     #: flagged (:mod:`.tokencount`): beyond, input tok/s counts tokens the client did not send. None:
     #: 5 % where ids were sent; a chat load (its template and tokenizer add tokens) is then reported only.
     prompt_token_tolerance_pct: float | None = None
+    #: Also compute the figures inside the steady-state window (first completion to last send: no ramp-up,
+    #: no drain; :mod:`.steady`) into ``LoadResult.steady_state``; the bench_serving figures stay whole-run.
+    steady_state: bool = False
     timeout_s: InitVar[float | None] = None
 
     def __post_init__(self, timeout_s: float | None) -> None:
@@ -179,6 +182,9 @@ class LoadSpec:
                      f"give at most {MAX_LOAD_S:,.0f} s, or None to derive it")
 
     def _check_other(self) -> None:
+        if not isinstance(self.steady_state, bool):
+            _bad("steady_state", self.steady_state, "must be True or False",
+                 "steady_state=True adds the figures of the steady-state window (no ramp-up, no drain)")
         if self.api not in APIS:
             _bad("api", self.api, "unknown API", f"use one of {', '.join(APIS)}")
         _count("processes", self.processes, MAX_PROCESSES, "one process per core is enough")

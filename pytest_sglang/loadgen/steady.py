@@ -12,7 +12,7 @@ latencies are those of the requests sent in it. The untrimmed figures stay bench
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pytest_sglang.loadgen.record import RequestRecord
@@ -89,3 +89,29 @@ def steady_metrics(records: Sequence[RequestRecord], duration: float) -> tuple[W
     for family in FAMILIES:
         out.update(summarize_ms(values[family], family))
     return win, out
+
+
+def steady_report(records: Sequence[RequestRecord], duration: float, *, sent: int | None = None) -> dict[str, Any]:
+    """``LoadResult.steady_state``: the window as data, what it left out in words, and the figures inside it.
+
+    ``sent``: the requests of the load when ``records`` are a uniform sample of them (beyond
+    ``LoadSpec.max_records``): the window's edges come from the sample, its throughput is scaled up to
+    the load, and the text says so.
+    """
+    win, figures = steady_metrics(records, duration)
+    text = win.text()
+    if sent is not None and records and figures:
+        scale = sent / len(records)
+        figures = {**figures, "output_throughput": figures["output_throughput"] * scale,
+                   "request_throughput": figures["request_throughput"] * scale}
+        text += f"; from a uniform sample of {len(records):,} of {sent:,} requests (LoadSpec.max_records)"
+    return {"window": asdict(win), "left_out": text, "metrics": figures}
+
+
+def steady_text(report: dict[str, Any]) -> str:
+    """One line for reports: what the window left out, and the headline figures inside it."""
+    figures = report.get("metrics") or {}
+    if not figures:
+        return str(report.get("left_out", ""))
+    return (f"{report.get('left_out', '')}; inside it: output {figures['output_throughput']:,.1f} tok/s, "
+            f"TTFT median {figures['median_ttft_ms']:,.1f} ms, p99 {figures['p99_ttft_ms']:,.1f} ms")
