@@ -53,12 +53,12 @@ def save(path: Path, cycles: int, noise: float, seed: int = 3) -> None:
 
 
 @pytest.mark.parametrize(("args", "named"), [
-    (("--per-side", "1"), "--per-side"),
-    (("--per-side", "three"), "--per-side"),
-    (("--cycles", "1"), "--cycles"),
-    (("--comparisons", "0"), "--comparisons"),
-    (("--repeats", "0"), "--repeats"),
-    (("--setups", "single,nope"), "--setups"),
+    (("--per-side", "1"), "--per-side [1]: a paired verdict needs at least 2 launches per side"),
+    (("--per-side", "three"), "--per-side 'three': give whole numbers >= 2"),
+    (("--cycles", "1"), "--cycles >= 2"),
+    (("--comparisons", "0"), "--comparisons >= 1"),
+    (("--repeats", "0"), "--repeats >= 1"),
+    (("--setups", "single,nope"), "--setups single,nope: unknown nope"),
 ])
 def test_bad_values_are_usage_errors_naming_the_option(bench: ModuleType, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str], tmp_path: Path,
