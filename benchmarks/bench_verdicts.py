@@ -280,9 +280,12 @@ def judge_setup(name: str, rows: list[dict[str, Any]], opts: argparse.Namespace)
     judged_s = time.perf_counter() - started
     spreads = {m: paired_spread(cycles, m, opts.steady) for m, *_ in JUDGED}
     minimum = max(min_per_side(spreads[m], change) for m, _, _, change in JUDGED)
+    # What "cannot judge" asks: telling a change of the limit (not of the injection) from none.
+    at_limit = max(min_per_side(spreads[m], LIMIT_PCT) for m, *_ in JUDGED)
     one_load = statistics.fmean((r["launch_s"] - r["ready_s"]) / len(r["loads"]) for r in rows)
     per_launch = statistics.fmean(r["launch_s"] for r in rows)
     return {"name": name, "cycles": len(cycles), "results": results, "spreads": spreads, "minimum": minimum,
+            "at_limit": at_limit,
             "one_load_s": one_load, "per_launch_s": per_launch, "judged_s": judged_s,
             "measured_s": sum(r["launch_s"] for r in rows), "launches": len(rows)}
 
@@ -310,7 +313,9 @@ def report(row: dict[str, Any], opts_comparisons: int) -> bool:
     ratio = f"{needed / row['minimum']:.1f}x" if needed else "n/a"
     verdict_s = 2 * (needed or row["results"][-1]["n"]) * row["per_launch_s"]
     print(f"[{name}] launches per side needed: {needed if needed else 'none of those tried met the goals'}; "
-          f"statistical minimum for the noise measured {row['minimum']} ({ratio}, goal <= 1.5x); "
+          f"statistical minimum for the noise measured {row['minimum']} ({ratio}, goal <= 1.5x) to see the "
+          f"injected changes, {row['at_limit']} to tell a {LIMIT_PCT:g}% change from none (what 'cannot judge' "
+          f"asks); "
           f"wall time per verdict {verdict_s:.0f} s = {verdict_s / row['one_load_s']:.1f}x one load run "
           f"({row['one_load_s']:.1f} s; a launch with its loads {row['per_launch_s']:.1f} s)", flush=True)
     return needed is not None and needed <= 1.5 * row["minimum"]

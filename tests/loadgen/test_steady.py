@@ -6,6 +6,7 @@ import pytest
 from sim_model import SHAPE
 
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.gates.throughput import evaluate_throughput
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.collect import Collector
 from pytest_sglang.loadgen.record import RequestRecord
@@ -77,3 +78,10 @@ def test_a_real_load_reports_its_window(sim_url: str) -> None:
     assert report["window"]["kept_requests"] < 24
     assert report["metrics"]["output_throughput"] > 0
     assert "left out" in report["left_out"]
+
+
+def test_the_throughput_gate_says_what_the_window_left_out() -> None:
+    result = LoadResult.from_records(LoadSpec(requests=5, concurrency=2, steady_state=True), waves(), 3.0)
+    outcome = evaluate_throughput(result, min_output_tok_s=1e9)
+    assert "left out 0.80 s of ramp-up" in outcome.context["steady state"]
+    assert "steady state: " in outcome.message()
