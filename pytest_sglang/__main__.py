@@ -1,4 +1,4 @@
-"""``python -m pytest_sglang <command>``: load, plan, compare, eval, golden, trend (each usable without pytest)."""
+"""``python -m pytest_sglang <command>``: load, plan, compare, eval, golden, trend, ab (ab runs pytest)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ _COMMANDS = {
     "eval": ("pytest_sglang.cli.eval", "score a server on arithmetic, gsm8k or mmlu, with a confidence interval"),
     "golden": ("pytest_sglang.cli.golden", "record greedy golden outputs, or check a server against them"),
     "trend": ("pytest_sglang.cli.trend", "find change points over a history of JSON reports (nightly runs)"),
+    "ab": ("pytest_sglang.cli.ab", "interleaved A/B: launch two configurations in turn, judge the paired differences"),
 }
 
 

@@ -30,6 +30,8 @@ Verdict = Literal["pass", "fail", "cannot judge"]
 
 #: A paired t-interval needs at least two pairs (one difference has no spread).
 MIN_PAIRS = 2
+#: Beyond this many launches per side the answer is "too noisy to judge by launching more".
+MAX_NEEDED = 1000
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,10 @@ class PairedVerdict:
         if self.verdict == "fail":
             return f"{head}: beyond the {self.limit_pct:g}% limit and beyond the noise"
         if self.verdict == "cannot judge":
-            more = (f"; about {self.needed_per_side} launches per side would (power {self.power:g})"
-                    if self.needed_per_side is not None else "")
+            more = ("" if self.needed_per_side is None else
+                    f"; more than {self.needed_per_side - 1} launches per side would be needed" if
+                    self.needed_per_side >= MAX_NEEDED else
+                    f"; about {self.needed_per_side} launches per side would (power {self.power:g})")
             return f"{head}: cannot judge a {self.limit_pct:g}% change at this noise{more}"
         return f"{head}: within the {self.limit_pct:g}% limit"
 
@@ -144,7 +148,7 @@ def launches_needed(spread_pct: float, limit_pct: float, *, alpha: float, power:
     if spread_pct == 0:
         return MIN_PAIRS
     n = MIN_PAIRS
-    while n < 10_000:
+    while n < MAX_NEEDED:
         df = n - 1
         if (t_quantile(1 - alpha, df) + t_quantile(power, df)) * spread_pct / math.sqrt(n) <= limit_pct:
             return n

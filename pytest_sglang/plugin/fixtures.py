@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from pytest_sglang.fleet import SGLangFleet
     from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.plugin.ab import ABRunner
     from pytest_sglang.plugin.load_runner import LoadRunner
     from pytest_sglang.plugin.pool import ServerPool
     from pytest_sglang.plugin.results import GateResults
@@ -115,6 +116,18 @@ def sglang_load(request: pytest.FixtureRequest, sglang_server: Handle) -> LoadRu
 
     _pool(request)  # a clear failure when the plugin is inactive
     return load_runner(request, sglang_server)
+
+
+@pytest.fixture
+def sglang_ab(request: pytest.FixtureRequest) -> ABRunner:
+    """``sglang_ab(requests=..., concurrency=..., launch_b=..., launches=N) -> GateOutcome``: interleaved A/B.
+
+    Launches the run's configuration (A) and ``--sglang-ab-launch`` (B) in turn, one load per launch,
+    and judges B on the paired differences (docs/reports.md, "Interleaved A/B").
+    """
+    from pytest_sglang.plugin.ab import ab_runner
+
+    return ab_runner(request)
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ import pytest
 
 from pytest_sglang.plugin import markers, settings
 from pytest_sglang.plugin.fixtures import (  # noqa: F401  (fixtures are found by name on the plugin module)
+    sglang_ab,
     sglang_client,
     sglang_fleet,
     sglang_gate,

@@ -191,7 +191,7 @@ class ReportSession:
     def has_content(self) -> bool:
         """Whether the run started (or failed to start) a server or left any gate check."""
         return (self.identity is not None or self._start_record is not None
-                or any(t.rows() for t in self.collector.records()))
+                or any(t.rows() or any(g.unchecked for g in t.gates) for t in self.collector.records()))
 
     def tests(self) -> list[TestRecord]:
         tests = self.collector.records()

@@ -98,6 +98,14 @@ class Settings:
     sglang_decode: int | None
     sglang_prefill_launch: tuple[str, ...] | None
     sglang_decode_launch: tuple[str, ...] | None
+    sglang_ab_launch: tuple[str, ...] | None
+    sglang_ab_image: str | None
+    sglang_ab_python: str | None
+    sglang_ab_gateway: tuple[str, ...] | None
+    sglang_ab_launches: int
+    sglang_ab_order: str
+    sglang_ab_seed: int
+    sglang_ab_max_regression: str | None
     sglang_pd_reference_url: ServerURL | None
     sglang_acceptance_samples: int
     sglang_acceptance_max_tokens: int

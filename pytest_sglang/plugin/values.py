@@ -61,6 +61,24 @@ def parse_positive_int(text: str) -> int:
     return value
 
 
+def parse_ab_launches(text: str) -> int:
+    """Launches per side of an interleaved A/B run: paired differences need at least 2 pairs."""
+    value = parse_positive_int(text)
+    if value < 2:
+        raise ValueError("must be at least 2 launches per side (one pair has no spread to judge by), e.g. 5")
+    return value
+
+
+def parse_seed(text: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError("expected a whole number, e.g. 7") from None
+    if value < 0:
+        raise ValueError("must be a whole number >= 0, e.g. 7")
+    return value
+
+
 def parse_fraction(text: str) -> float:
     value = _float(text)
     if not 0 <= value <= 1:
