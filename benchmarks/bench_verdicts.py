@@ -217,7 +217,8 @@ def judge(cycles: list[dict[str, dict[str, Any]]], per_side: int, opts: argparse
     figs = [{k: {m: launch_figure(row, m, opts.steady) for m, *_ in JUDGED} for k, row in c.items()}
             for c in cycles]
     draws = distinct_draws(random.Random(opts.seed), len(cycles), per_side, opts.comparisons)
-    out: dict[str, Any] = {"n": per_side, "draws": len(draws), "false": 0, "cannot": 0, "aa_by_metric": {}}
+    out: dict[str, Any] = {"n": per_side, "draws": len(draws), "false": 0, "cannot": 0, "aa_by_metric": {},
+                           "cannot_by_metric": {}}
     for _, _, inj, _ in JUDGED:
         out[inj] = 0
         out[f"{inj}_cannot"] = 0
@@ -230,6 +231,8 @@ def judge(cycles: list[dict[str, dict[str, Any]]], per_side: int, opts: argparse
             verdicts.append(v.verdict)
             if v.failed:
                 out["aa_by_metric"][metric] = out["aa_by_metric"].get(metric, 0) + 1
+            elif v.verdict == "cannot judge":
+                out["cannot_by_metric"][metric] = out["cannot_by_metric"].get(metric, 0) + 1
             base = "h0" if inj == "tput" else "h1"
             d = judge_paired([figs[i][base][metric] for i in draw], [figs[i][inj][metric] for i in draw],
                              limit_pct=LIMIT_PCT, higher_is_better=higher, metric=metric)
@@ -305,7 +308,8 @@ def report(row: dict[str, Any], opts_comparisons: int) -> bool:
         few = (f" (fewer than --comparisons {opts_comparisons}: {d} distinct draws of {row['cycles']} cycles)"
                if d < opts_comparisons else "")
         print(f"[{name}] N={r['n']} per side, {d} comparisons{few}: A/A false alarms {r['false']}/{d} = "
-              f"{r['false'] / d:.1%}{by}; cannot judge {r['cannot']}/{d} = {r['cannot'] / d:.1%}; detection "
+              f"{r['false'] / d:.1%}{by}; cannot judge {r['cannot']}/{d} = {r['cannot'] / d:.1%}"
+              f"{' (by metric ' + str(r['cannot_by_metric']) + ')' if r['cannot_by_metric'] else ''}; detection "
               f"throughput -10% {r['tput']}/{d} = {r['tput'] / d:.1%} (cannot judge {r['tput_cannot']}), "
               f"p99 TTFT +20% {r['ttft']}/{d} = {r['ttft'] / d:.1%} (cannot judge {r['ttft_cannot']})"
               f"{': all goals met' if met(r) else ''}")
