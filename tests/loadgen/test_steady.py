@@ -12,6 +12,7 @@ from pytest_sglang.loadgen.collect import Collector
 from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.result import LoadResult
 from pytest_sglang.loadgen.steady import steady_metrics
+from pytest_sglang.report import terminal
 
 
 def waves() -> list[RequestRecord]:
@@ -85,3 +86,9 @@ def test_the_throughput_gate_says_what_the_window_left_out() -> None:
     outcome = evaluate_throughput(result, min_output_tok_s=1e9)
     assert "left out 0.80 s of ramp-up" in outcome.context["steady state"]
     assert "steady state: " in outcome.message()
+
+
+def test_the_terminal_summary_says_what_the_window_left_out() -> None:
+    load = LoadResult.from_records(LoadSpec(requests=5, concurrency=2, steady_state=True), waves(), 3.0).to_dict()
+    lines = " ".join(terminal._workload_lines([load]))
+    assert "steady state: steady-state window" in lines and "left out" in lines
