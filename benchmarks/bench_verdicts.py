@@ -1,44 +1,47 @@
-"""Baseline verdicts on the simulator: false-alarm rate of A/A runs, detection rate of injected regressions.
+"""Verdicts across launches on the simulator: A/A false alarms, detection, "cannot judge", launches needed.
 
-Every comparison is a real run of the verdict engine (:func:`pytest_sglang.report.baseline.compare_test`,
-the README's ``--sglang-max-regression 5%``) on real load results (``LoadResult.to_dict()``, with their
-per-request samples) measured against simulators launched as subprocesses
-(``python -m pytest_sglang.simulator``): one server (``single``), 2 workers behind smg with its default
-policy (``fleet``: cache_aware) and with ``--policy round_robin`` (``fleet-rr``).
+Every comparison is a real run of the interleaved A/B verdict
+(:func:`pytest_sglang.gates.paired.judge_paired`, the README's 5 % limit) on per-launch figures of real
+loads measured against simulators launched as subprocesses (``python -m pytest_sglang.simulator``), in
+the issue's three setups: one server with ``--sim-launch-jitter 0.03`` (``single``: a speed drawn per
+launch, as real GPUs differ across boots), 2 workers behind smg ``--policy round_robin`` (``fleet-rr``)
+and behind smg's default policy (``fleet``: cache_aware). ``single-quiet`` (one server, no jitter) is
+there for the steady-state window's measurement.
 
-A "run" is what one gate session does: a **fresh launch** of the setup and ``--repeats`` loads of the
-shape against it (the marker's ``repeats=``, each repeat with other prompts, seed + k, so that none hits
-the prefix cache another filled). Every launch sends the same prompts, as two sessions of one suite do.
-A run from one launch is never compared with a run from the same launch: a gateway's routing state
-(smg's cache-aware tree) carries over from load to load, so repeats of one launch are not independent
-of each other, and only separate launches show the variance a baseline and a candidate really differ by.
-To stay affordable, runs are reused: ``--launches`` healthy runs are measured once, and the A/A
-comparisons are distinct pairs of them (seeded draw); each detection comparison pairs a healthy run
-with one of ``--bad-launches`` runs of the regressed server.
+**Measuring: interleaved cycles.** A cycle is 4 fresh launches, one after the other: healthy, the
+throughput injection, healthy, the p99 TTFT injection (:data:`CYCLE`). Each launch runs ``--repeats``
+loads of the shape (each repeat other prompts, seed + k; every launch the same prompts), and its
+figure is the mean over its repeats. A pair is two launches of one cycle, launched back to back:
 
-- **A/A**: ``--comparisons`` pairs of healthy runs. Goal: at most 1 % of comparisons fail. The pairs
-  share runs (15 launches make 105 pairs), so the rate rests on fewer independent runs than pairs.
-- **Detection**: a healthy run as the baseline, a run of the same setup with an injected regression as
-  the candidate:
-  - throughput: the whole simulated server 1/0.9 times slower (``--sim-time-scale``): output
-    throughput -10 %;
-  - p99 TTFT: the whole server 1.2 times slower: every latency, p99 TTFT included, +20 %.
-  Slowing one phase only (prefill speed, say) moves TTFT by less than the factor, because under
-  load a request's TTFT is mostly the wait for the running decode step; the time scale moves all.
-  The injected change actually measured (means of the runs) is printed next to the rate. Goal: at
-  least 95 % of comparisons fail on that metric.
+- **A/A**: (healthy, healthy). Goal: at most 1 % of comparisons fail.
+- **Detection**: (healthy, injected). The throughput injection is the whole simulated server 1/0.9
+  times slower (``--sim-time-scale``: output throughput -10 %), the p99 TTFT one 1.2 times slower
+  (every latency +20 %; slowing one phase only moves TTFT by less, since under load a request's TTFT
+  is mostly the wait for the running decode step). Goal: at least 95 % of comparisons fail.
+- **Cannot judge** is counted apart from both (goal: at most 5 % of the A/A comparisons).
 
-Run: ``python benchmarks/bench_verdicts.py [--comparisons 100] [--repeats 3] [--launches 15] [--bad-launches 7]``.
-With ``--runs-dir DIR`` each setup's runs are saved to ``DIR/SETUP.json``, and a later run with the same
-``DIR`` judges those runs again instead of measuring (another verdict rule, another ``--seed``): the
-measuring is 93 % of the wall time.
+A comparison with N launches per side draws N distinct cycles (seeded) and judges their pairs;
+``--comparisons`` such draws per N (distinct draws, overlapping in cycles: the rates rest on fewer
+independent launches than comparisons; the count of cycles is printed). The launches per side a setup
+needed is the smallest N that met every goal, printed beside the statistical minimum for the noise
+measured (paired differences' spread s: N = (z(1-alpha) + z(power))^2 s^2 / change^2, alpha 1 % one-sided,
+power 0.95: about 3 per side for a 10 % change at a 3 % launch-to-launch CV). The wall time per verdict
+is 2N launches with their loads, as a ratio to one load run.
+
+Every launch is saved as soon as measured (``--runs-dir``, one JSON line per launch in ``SETUP.jsonl``,
+per-request records included); a later run with the same directory resumes the measuring and judges
+the saved launches again (another rule, ``--steady``, another ``--seed``) without relaunching.
+
+Run: ``python benchmarks/bench_verdicts.py --runs-dir DIR [--cycles 15] [--setups single,fleet-rr,fleet]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
+import math
 import random
 import signal
 import statistics
@@ -52,12 +55,15 @@ from typing import Any
 import httpx
 
 from pytest_sglang.fleet.gateway import GatewayMember, gateway_argv, resolve_command, start_gateway
+from pytest_sglang.gates.paired import MIN_PAIRS, judge_paired
 from pytest_sglang.loadgen import LoadSpec, run_load
-from pytest_sglang.report.baseline import compare_test, parse_limits
+from pytest_sglang.loadgen.launch_noise import launches_needed
+from pytest_sglang.loadgen.record import RequestRecord
+from pytest_sglang.loadgen.steady import steady_metrics
 from pytest_sglang.simulator import Simulator
 from pytest_sglang.sockets import free_port
 
-LIMITS = "5%"  # the README's recipe
+LIMIT_PCT = 5.0  # the README's --sglang-max-regression 5%
 FALSE_ALARM_GOAL = 0.01
 DETECTION_GOAL = 0.95
 DECODE_MS, PER_REQ_MS, PREFILL_TOK_S = 40.0, 0.2, 20_000.0
@@ -68,7 +74,11 @@ SPEED = ("--sim-decode-step-ms", f"{DECODE_MS}", "--sim-decode-step-per-req-ms",
 #: the shared CPU, sets the figures: at a quarter scale the CPU capped a fleet's throughput (two
 #: simulators, smg and the client on 2 cores) and put the client's jitter into one server's p99 TTFT.
 SETUPS: dict[str, tuple[int, float, str | None]] = {
-    "single": (0, 1.0, None), "fleet": (2, 1.0, None), "fleet-rr": (2, 1.0, "round_robin")}
+    "single": (0, 1.0, None), "fleet": (2, 1.0, None), "fleet-rr": (2, 1.0, "round_robin"),
+    "single-quiet": (0, 1.0, None)}
+#: --sim-launch-jitter per setup: one server draws a speed per launch as real GPUs do across boots (2.8 %);
+#: ``single-quiet`` is the same server without it (the steady-state window is measured on both).
+JITTER = {"single": 0.03}
 SIM = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny")
 
 
@@ -121,178 +131,294 @@ def serving(work: Path, name: str, workers: int, extra: Sequence[str], policy: s
             sim.stop()
 
 
-def measure(url: str, spec: LoadSpec, repeats: int) -> list[dict[str, Any]]:
+def measure(url: str, spec: LoadSpec, repeats: int, *, records: bool = False) -> list[dict[str, Any]]:
     """One run: ``repeats`` loads of the shape, each with other prompts (as the marker's repeats)."""
     out = []
     for k in range(repeats):
         result = run_load(url, dataclasses.replace(spec, seed=spec.seed + k))
         if result.failed:
             raise SystemExit(f"a load failed requests ({result.errors}): the benchmark measures healthy runs")
-        out.append(result.to_dict())
+        out.append(result.to_dict(records=records))
     return out
 
 
-def runs(work: Path, name: str, setup_name: str, slower: float, spec: LoadSpec, launches: int,
-         repeats: int) -> list[list[dict[str, Any]]]:
-    """``launches`` runs, each from a fresh launch of the setup (``slower``: the injected slowdown)."""
+#: One interleaved cycle: (role, injected slowdown). A healthy launch sits next to each launch it is
+#: paired with: (healthy 0, healthy 1) is an A/A pair, (healthy 0, tput) and (healthy 1, ttft) the
+#: detection pairs, so every pair was launched back to back and shares the machine's drift.
+CYCLE = (("healthy", 1.0), ("tput", 1 / 0.9), ("healthy", 1.0), ("ttft", 1.2))
+
+
+def interleaved(work: Path, setup_name: str, spec: LoadSpec, cycles: int, repeats: int,
+                saved: Path) -> list[dict[str, Any]]:
+    """``cycles`` cycles of :data:`CYCLE` launches, each saved to ``saved`` (JSON lines) as soon as measured.
+
+    A file already there is resumed: its launches are kept, and only the missing cycles are measured.
+    """
     workers, scale, policy = SETUPS[setup_name]
-    out = []
-    for i in range(launches):
-        with serving(work, f"{name}-{i}", workers, time_scale(scale, slower), policy) as url:
-            out.append(measure(url, spec, repeats))
+    jitter = ("--sim-launch-jitter", f"{JITTER[setup_name]}") if setup_name in JITTER else ()
+    done = [json.loads(line) for line in saved.read_text().splitlines()] if saved.exists() else []
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    for n in range(len(done), cycles * len(CYCLE)):
+        cycle, (role, slower) = divmod(n, len(CYCLE))[0], CYCLE[n % len(CYCLE)]
+        started = time.perf_counter()
+        with serving(work, f"{setup_name}-{n}", workers, (*time_scale(scale, slower), *jitter), policy) as url:
+            ready = time.perf_counter() - started
+            loads = measure(url, spec, repeats, records=True)
+        row = {"cycle": cycle, "slot": n % len(CYCLE), "role": role, "slower": slower, "ready_s": ready,
+               "launch_s": time.perf_counter() - started, "loads": loads}
+        with saved.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        done.append(row)
+        print(f"[{setup_name}] launch {n + 1}/{cycles * len(CYCLE)} ({role}) in {row['launch_s']:.1f} s: "
+              f"{statistics.fmean(d['output_throughput'] for d in loads):,.1f} tok/s", flush=True)
+    return done[:cycles * len(CYCLE)]
+
+
+
+#: The figures judged: (metric, higher is better, the injection that moves it, its size in percent).
+JUDGED = (("output_throughput", True, "tput", 10.0), ("p99_ttft_ms", False, "ttft", 20.0))
+CANNOT_JUDGE_GOAL = 0.05
+
+
+def figure(load: dict[str, Any], metric: str, steady: bool) -> float:
+    """One load's figure: bench_serving's, or inside its steady-state window (``--steady``)."""
+    if not steady:
+        return float(load[metric])
+    records = [RequestRecord.from_dict(r) for r in load["records"]]
+    _, trimmed = steady_metrics(records, load["duration"])
+    return float(trimmed[metric]) if trimmed else float(load[metric])
+
+
+def launch_figure(row: dict[str, Any], metric: str, steady: bool) -> float:
+    """A launch's figure: the mean over its repeats."""
+    return statistics.fmean(figure(d, metric, steady) for d in row["loads"])
+
+
+def by_cycle(rows: list[dict[str, Any]]) -> list[dict[str, dict[str, Any]]]:
+    """Complete cycles only: {"h0", "tput", "h1", "ttft"} -> the launch's row."""
+    names = ("h0", "tput", "h1", "ttft")
+    cycles: dict[int, dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        cycles.setdefault(row["cycle"], {})[names[row["slot"]]] = row
+    return [c for _, c in sorted(cycles.items()) if len(c) == len(names)]
+
+
+def min_per_side(spread_pct: float, change_pct: float) -> int:
+    """The issue's statistical minimum (normal approximation, one-sided 1 %, power 0.95) for the noise measured.
+
+    The launch-to-launch CV is the paired differences' spread over the square root of 2 (two launches
+    each contribute theirs); at least 2, as a paired verdict needs.
+    """
+    return max(MIN_PAIRS, launches_needed(change_pct, spread_pct / math.sqrt(2)))
+
+
+def judge(cycles: list[dict[str, dict[str, Any]]], per_side: int, opts: argparse.Namespace) -> dict[str, Any]:
+    """``--comparisons`` distinct draws of ``per_side`` cycles, each judged A/A and on both injections."""
+    figs = [{k: {m: launch_figure(row, m, opts.steady) for m, *_ in JUDGED} for k, row in c.items()}
+            for c in cycles]
+    draws = distinct_draws(random.Random(opts.seed), len(cycles), per_side, opts.comparisons)
+    out: dict[str, Any] = {"n": per_side, "draws": len(draws), "false": 0, "cannot": 0, "aa_by_metric": {},
+                           "cannot_by_metric": {}}
+    for _, _, inj, _ in JUDGED:
+        out[inj] = 0
+        out[f"{inj}_cannot"] = 0
+    for draw in draws:
+        verdicts = []
+        for metric, higher, inj, _ in JUDGED:
+            a = [figs[i]["h0"][metric] for i in draw]
+            b = [figs[i]["h1"][metric] for i in draw]
+            v = judge_paired(a, b, limit_pct=LIMIT_PCT, higher_is_better=higher, metric=metric)
+            verdicts.append(v.verdict)
+            if v.failed:
+                out["aa_by_metric"][metric] = out["aa_by_metric"].get(metric, 0) + 1
+            elif v.verdict == "cannot judge":
+                out["cannot_by_metric"][metric] = out["cannot_by_metric"].get(metric, 0) + 1
+            base = "h0" if inj == "tput" else "h1"
+            d = judge_paired([figs[i][base][metric] for i in draw], [figs[i][inj][metric] for i in draw],
+                             limit_pct=LIMIT_PCT, higher_is_better=higher, metric=metric)
+            out[inj] += d.failed
+            out[f"{inj}_cannot"] += d.verdict == "cannot judge"
+        out["false"] += "fail" in verdicts
+        out["cannot"] += "fail" not in verdicts and "cannot judge" in verdicts
     return out
 
 
-def failed_metrics(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> set[str]:
-    """The verdict engine on one comparison (repeats against repeats): the metrics it judged regressed."""
-    outcome = compare_test("bench::load", {"loads": old}, new, (), parse_limits(LIMITS))
-    assert outcome is not None and outcome.checks, "nothing was compared"
-    return {c.metric for c in outcome.checks if not c.passed}
+def distinct_draws(rng: random.Random, pool: int, k: int, count: int) -> list[tuple[int, ...]]:
+    """Up to ``count`` distinct sorted ``k``-subsets of range(pool) (all of them when there are fewer)."""
+    every = math.comb(pool, k)
+    if every <= count:
+        return list(itertools.combinations(range(pool), k))
+    seen: set[tuple[int, ...]] = set()
+    while len(seen) < count:
+        seen.add(tuple(sorted(rng.sample(range(pool), k))))
+    return sorted(seen)
 
 
-def change_pct(old: list[list[dict[str, Any]]], new: list[list[dict[str, Any]]], metric: str) -> float:
-    before = statistics.fmean(d[metric] for run in old for d in run)
-    return (statistics.fmean(d[metric] for run in new for d in run) / before - 1) * 100
+def met(r: dict[str, Any]) -> bool:
+    d = r["draws"]
+    return bool(r["false"] / d <= FALSE_ALARM_GOAL and r["cannot"] / d <= CANNOT_JUDGE_GOAL
+            and r["tput"] / d >= DETECTION_GOAL and r["ttft"] / d >= DETECTION_GOAL)
 
 
-def pairs(rng: random.Random, count: int, left: int, right: int | None = None) -> list[tuple[int, int]]:
-    """``count`` distinct pairs of run indices: (i, j), i < j, of one set, or one of each of two sets."""
-    every = ([(i, j) for i in range(left) for j in range(i + 1, left)] if right is None
-             else [(i, j) for i in range(left) for j in range(right)])
-    return rng.sample(every, min(count, len(every)))
+def paired_spread(cycles: list[dict[str, dict[str, Any]]], metric: str, steady: bool) -> float:
+    """Spread (std, %) of the A/A pairs' relative differences: the noise a paired verdict sees through."""
+    diffs = [(launch_figure(c["h1"], metric, steady) / launch_figure(c["h0"], metric, steady) - 1) * 100
+             for c in cycles]
+    return statistics.stdev(diffs) if len(diffs) > 1 else float("nan")
 
 
-def setup(work: Path, name: str, spec: LoadSpec, opts: argparse.Namespace) -> dict[str, Any]:
-    workers, scale, policy = SETUPS[name]
+def judge_setup(name: str, rows: list[dict[str, Any]], opts: argparse.Namespace) -> dict[str, Any]:
+    cycles = by_cycle(rows)
+    if len(cycles) < 2:
+        raise SystemExit(f"[{name}] {len(cycles)} complete cycle(s) measured: a paired verdict needs 2; "
+                         "measure more (--cycles)")
     started = time.perf_counter()
-    saved = Path(opts.runs_dir, f"{name}.json") if opts.runs_dir else None
-    if saved is not None and saved.exists():  # judge again the runs measured earlier (another rule, seed)
-        stored = json.loads(saved.read_text())
-        healthy, slower_10, slower_20 = stored["healthy"], stored["slower_10"], stored["slower_20"]
-        measured_s = stored["measured_s"]
-        print(f"[{name}] judging the runs saved in {saved} (measured earlier, in {measured_s:.1f} s)", flush=True)
-    else:
-        healthy = runs(work, f"{name}-a", name, 1.0, spec, opts.launches, opts.repeats)
-        slower_10 = runs(work, f"{name}-tput", name, 1 / 0.9, spec, opts.bad_launches, opts.repeats)
-        slower_20 = runs(work, f"{name}-ttft", name, 1.2, spec, opts.bad_launches, opts.repeats)
-        measured_s = time.perf_counter() - started
-        if saved is not None:
-            saved.parent.mkdir(parents=True, exist_ok=True)
-            saved.write_text(json.dumps({"healthy": healthy, "slower_10": slower_10, "slower_20": slower_20,
-                                         "measured_s": measured_s}))
-    started = time.perf_counter()
-    rng = random.Random(opts.seed)
-    alarms: dict[str, int] = {}
-    aa = pairs(rng, opts.comparisons, len(healthy))
-    false = 0
-    for i, j in aa:
-        failed = failed_metrics(healthy[i], healthy[j])
-        false += bool(failed)
-        for m in failed:
-            alarms[m] = alarms.get(m, 0) + 1
-    n = opts.comparisons
-    tput = [failed_metrics(healthy[i], slower_10[j]) for i, j in pairs(rng, n, len(healthy), len(slower_10))]
-    ttft = [failed_metrics(healthy[i], slower_20[j]) for i, j in pairs(rng, n, len(healthy), len(slower_20))]
-    spread = [statistics.fmean(d["output_throughput"] for d in run) for run in healthy]
-    return {
-        "name": name, "scale": scale, "pairs": len(aa),
-        "policy": policy or ("smg's default" if workers else "none (one server)"),
-        "false": false, "alarms": alarms,
-        "tput": (sum("output_throughput" in f for f in tput), len(tput),
-                 change_pct(healthy, slower_10, "output_throughput")),
-        "ttft": (sum("p99_ttft_ms" in f for f in ttft), len(ttft), change_pct(healthy, slower_20, "p99_ttft_ms")),
-        "runs": (len(healthy), len(slower_10) + len(slower_20)), "spread": (min(spread), max(spread)),
-        "loads": opts.repeats * (len(healthy) + len(slower_10) + len(slower_20)), "measured_s": measured_s,
-        "judged_s": time.perf_counter() - started,
-    }
+    results = []
+    for n in range(2, len(cycles) + 1):
+        if opts.per_side and n not in opts.per_side:
+            continue
+        results.append(judge(cycles, n, opts))
+        if not opts.per_side and met(results[-1]):
+            break
+    judged_s = time.perf_counter() - started
+    spreads = {m: paired_spread(cycles, m, opts.steady) for m, *_ in JUDGED}
+    minimum = max(min_per_side(spreads[m], change) for m, _, _, change in JUDGED)
+    # What "cannot judge" asks: telling a change of the limit (not of the injection) from none.
+    at_limit = max(min_per_side(spreads[m], LIMIT_PCT) for m, *_ in JUDGED)
+    one_load = statistics.fmean((r["launch_s"] - r["ready_s"]) / len(r["loads"]) for r in rows)
+    per_launch = statistics.fmean(r["launch_s"] for r in rows)
+    return {"name": name, "cycles": len(cycles), "results": results, "spreads": spreads, "minimum": minimum,
+            "at_limit": at_limit,
+            "one_load_s": one_load, "per_launch_s": per_launch, "judged_s": judged_s,
+            "measured_s": sum(r["launch_s"] for r in rows), "launches": len(rows)}
+
+
+def report(row: dict[str, Any], opts_comparisons: int) -> bool:
+    """Print one setup's rates per launches-per-side tried; whether some N met every goal with enough comparisons."""
+    name = row["name"]
+    workers, _, policy = SETUPS[name]
+    what = (f"2 workers behind smg, policy {policy or 'cache_aware (its default)'}" if workers
+            else f"one server, --sim-launch-jitter {JITTER.get(name, 0)}")
+    print(f"[{name}] {what}: {row['cycles']} interleaved cycles ({row['launches']} launches, "
+          f"{row['measured_s']:.0f} s measured); paired A/A differences spread "
+          + ", ".join(f"{m} {s:.1f}%" for m, s in row["spreads"].items()))
+    for r in row["results"]:
+        d = r["draws"]
+        by = f" (by metric {r['aa_by_metric']})" if r["aa_by_metric"] else ""
+        few = (f" (fewer than --comparisons {opts_comparisons}: {d} distinct draws of {row['cycles']} cycles)"
+               if d < opts_comparisons else "")
+        print(f"[{name}] N={r['n']} per side, {d} comparisons{few}: A/A false alarms {r['false']}/{d} = "
+              f"{r['false'] / d:.1%}{by}; cannot judge {r['cannot']}/{d} = {r['cannot'] / d:.1%}"
+              f"{' (by metric ' + str(r['cannot_by_metric']) + ')' if r['cannot_by_metric'] else ''}; detection "
+              f"throughput -10% {r['tput']}/{d} = {r['tput'] / d:.1%} (cannot judge {r['tput_cannot']}), "
+              f"p99 TTFT +20% {r['ttft']}/{d} = {r['ttft'] / d:.1%} (cannot judge {r['ttft_cannot']})"
+              f"{': all goals met' if met(r) else ''}")
+    needed = next((r["n"] for r in row["results"] if met(r)), None)
+    ratio = f"{needed / row['minimum']:.1f}x" if needed else "n/a"
+    verdict_s = 2 * (needed or row["results"][-1]["n"]) * row["per_launch_s"]
+    print(f"[{name}] launches per side needed: {needed if needed else 'none of those tried met the goals'}; "
+          f"statistical minimum for the noise measured {row['minimum']} ({ratio}, goal <= 1.5x) to see the "
+          f"injected changes, {row['at_limit']} to tell a {LIMIT_PCT:g}% change from none (what 'cannot judge' "
+          f"asks); "
+          f"wall time per verdict {verdict_s:.0f} s = {verdict_s / row['one_load_s']:.1f}x one load run "
+          f"({row['one_load_s']:.1f} s; a launch with its loads {row['per_launch_s']:.1f} s)", flush=True)
+    return needed is not None and needed <= 1.5 * row["minimum"]
+
+
+def cv_pct(values: Sequence[float]) -> float:
+    return statistics.stdev(values) / statistics.fmean(values) * 100 if len(values) > 1 else float("nan")
+
+
+def within_cv_pct(groups: Sequence[Sequence[float]]) -> float:
+    """Pooled CV of the repeats of one launch around that launch's mean (the within-launch noise)."""
+    dev = [(v / statistics.fmean(g) - 1) ** 2 for g in groups if len(g) > 1 for v in g]
+    dof = sum(len(g) - 1 for g in groups if len(g) > 1)
+    return math.sqrt(sum(dev) / dof) * 100 if dof else float("nan")
+
+
+def steady_report(name: str, rows: list[dict[str, Any]]) -> None:
+    """Whole-run against steady-state figures of the healthy launches: noise between and within launches."""
+    healthy = [r for r in rows if r["role"] == "healthy"]
+    if len(healthy) < 2:
+        print(f"[{name}] steady-state window: {len(healthy)} healthy launch(es) saved, need 2")
+        return
+    windows = [steady_metrics([RequestRecord.from_dict(x) for x in d["records"]], d["duration"])[0]
+               for r in healthy for d in r["loads"]]
+    left = [w.requests - w.kept_requests for w in windows]
+    ramp = [w.start for w in windows]
+    drain = [w.duration - w.end for w in windows]
+    print(f"[{name}] steady-state window over {len(windows)} loads of {len(healthy)} healthy launches: left out "
+          f"{statistics.fmean(left):.1f} of {windows[0].requests} requests, {statistics.fmean(ramp):.2f} s ramp-up "
+          f"and {statistics.fmean(drain):.2f} s drain of {statistics.fmean(w.duration for w in windows):.2f} s "
+          f"(means); {sum(w.empty for w in windows)} loads without a steady state")
+    for metric in ("output_throughput", "p99_ttft_ms", "median_ttft_ms"):
+        cells = []
+        for steady in (False, True):
+            groups = [[figure(d, metric, steady) for d in r["loads"]] for r in healthy]
+            between = cv_pct([statistics.fmean(g) for g in groups])
+            cells.append(f"{'steady' if steady else 'whole run'}: between launches {between:.2f}%, "
+                         f"within a launch {within_cv_pct(groups):.2f}%")
+        print(f"[{name}]   {metric} CV: " + "; ".join(cells))
 
 
 def main() -> int:
     # SIGTERM unwinds like Ctrl-C, so every simulator and gateway started here is stopped.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--comparisons", "--runs", type=int, default=100,
-                        help="A/A comparisons per setup, and as many per injected regression")
-    parser.add_argument("--repeats", type=int, default=3, help="loads per run (the marker's repeats=)")
-    parser.add_argument("--launches", type=int, default=15,
-                        help="healthy runs per setup, each a fresh launch (A/A pairs: launches x (launches-1) / 2)")
-    parser.add_argument("--bad-launches", type=int, default=7,
-                        help="runs per injected regression, each a fresh launch (pairs: launches x bad-launches)")
+    parser.add_argument("--runs-dir", required=True,
+                        help="each setup's launches are saved here (SETUP.jsonl) as measured; an existing file "
+                             "is resumed and judged again without relaunching")
+    parser.add_argument("--cycles", type=int, default=15, help="interleaved cycles per setup (4 launches each)")
+    parser.add_argument("--comparisons", type=int, default=100, help="comparisons per launches-per-side tried")
+    parser.add_argument("--per-side", default="",
+                        help="comma-separated launches per side to judge (default: 2, 3, ... until the goals are met)")
+    parser.add_argument("--repeats", type=int, default=2, help="loads per launch (the marker's repeats=)")
+    parser.add_argument("--steady", action="store_true",
+                        help="judge figures inside each load's steady-state window (loadgen/steady.py)")
+    parser.add_argument("--judge-only", action="store_true", help="judge what --runs-dir holds; launch nothing")
+    parser.add_argument("--steady-report", action="store_true",
+                        help="also print each setup's noise with and without the steady-state window")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--runs-dir", default=None,
-                        help="save each setup's measured runs here (SETUP.json); when the file exists, judge "
-                             "its runs again instead of measuring (another verdict rule, another --seed)")
-    parser.add_argument("--requests", type=int, default=128)
-    parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--input-len", type=int, default=512)
-    parser.add_argument("--output-len", type=int, default=64)
-    parser.add_argument("--setups", default=",".join(SETUPS),
-                        help="comma-separated: single, fleet (2 workers behind smg, its default policy), "
-                             "fleet-rr (the same with --policy round_robin)")
+    parser.add_argument("--requests", type=int, default=64)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--input-len", type=int, default=256)
+    parser.add_argument("--output-len", type=int, default=32)
+    parser.add_argument("--setups", default="single,fleet-rr,fleet",
+                        help=f"comma-separated, from {', '.join(SETUPS)}")
     opts = parser.parse_args()
     unknown = sorted(set(opts.setups.split(",")) - set(SETUPS))
     if unknown:
         parser.error(f"--setups {opts.setups}: unknown {', '.join(unknown)}; choose from {', '.join(SETUPS)}")
-    if opts.repeats < 1 or opts.launches < 2 or opts.bad_launches < 1 or opts.comparisons < 1:
-        parser.error("need --repeats >= 1, --launches >= 2 (a pair), --bad-launches >= 1 and --comparisons >= 1")
-    fewest = min(opts.launches * (opts.launches - 1) // 2, opts.launches * opts.bad_launches)
-    if fewest < opts.comparisons:
-        parser.error(f"--launches {opts.launches} and --bad-launches {opts.bad_launches} make only {fewest} distinct "
-                     f"pairs, fewer than --comparisons {opts.comparisons}: launch more or compare fewer")
+    if opts.repeats < 1 or opts.cycles < 2 or opts.comparisons < 1:
+        parser.error("need --repeats >= 1, --cycles >= 2 (a paired verdict needs 2 pairs) and --comparisons >= 1")
+    try:
+        opts.per_side = sorted({int(v) for v in opts.per_side.split(",") if v.strip()})
+    except ValueError:
+        parser.error(f"--per-side {opts.per_side!r}: give whole numbers >= 2, e.g. 3,5,8")
+    if any(n < 2 for n in opts.per_side):
+        parser.error(f"--per-side {opts.per_side}: a paired verdict needs at least 2 launches per side")
     spec = LoadSpec(requests=opts.requests, concurrency=opts.concurrency, input_len=opts.input_len,
                     output_len=opts.output_len, model="sim/tiny-llama")
-    print(f"load: {spec.shape()}; limits --sglang-max-regression {LIMITS}; runs of "
-          f"{opts.repeats} repeats, each run a fresh launch: {opts.launches} healthy and {opts.bad_launches} "
-          f"per injection per setup; {opts.comparisons} comparisons each")
+    print(f"load: {spec.shape()} x {opts.repeats} repeats per launch; limit {LIMIT_PCT:g}%; "
+          f"{'steady-state window' if opts.steady else 'whole-run (bench_serving)'} figures; "
+          f"{opts.comparisons} comparisons per launches-per-side")
     total = time.perf_counter()
     ok = True
-    ruled_out: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-verdicts-") as tmp:
         for name in opts.setups.split(","):
-            met = report(setup(Path(tmp), name, spec, opts))
-            ok &= met is not False
-            if met is None:
-                ruled_out.append(name)
-    verdict = "all goals met" if ok else "GOAL MISSED"
-    if ruled_out:
-        verdict += f" where they apply; not applicable to {', '.join(ruled_out)} (launches differ beyond the limit)"
-    print(f"total wall time {time.perf_counter() - total:.1f} s: {verdict}")
+            saved = Path(opts.runs_dir, f"{name}.jsonl")
+            if opts.judge_only:
+                if not saved.exists():
+                    parser.error(f"--judge-only: no launches saved in {saved}; measure them first (the same "
+                                 "command without --judge-only)")
+                rows = [json.loads(line) for line in saved.read_text().splitlines()]
+            else:
+                rows = interleaved(Path(tmp), name, spec, opts.cycles, opts.repeats, saved)
+            if opts.steady_report:
+                steady_report(name, rows)
+            ok &= report(judge_setup(name, rows, opts), opts.comparisons)
+    print(f"total wall time {time.perf_counter() - total:.1f} s: {'all goals met' if ok else 'GOAL MISSED'}")
     return 0 if ok else 1
-
-
-def report(row: dict[str, Any]) -> bool | None:
-    """Print one setup's rates as soon as it is measured; whether it met every goal (None: they do not apply).
-
-    The goals apply when the setup's healthy launches agree within the limit: where two healthy
-    launches already differ by more than the allowed regression (smg's cache-aware routing splits a
-    load differently per launch: docs/fleet.md), no verdict on two launches can both stay quiet on
-    them and catch a 10 % drop. Such a setup's rates are printed with the spread that rules them out.
-    """
-    ok = True
-    low, high = row["spread"]
-    apart = (high / low - 1) * 100
-    goals = apart <= parse_limits(LIMITS).per_metric["output_throughput"]
-    rate: float = row["false"] / row["pairs"]
-    ok &= rate <= FALSE_ALARM_GOAL
-    print(f"[{row['name']}] time scale {row['scale']:g}, policy {row['policy']}; false alarms (A/A): "
-          f"{row['false']}/{row['pairs']} = {rate:.1%} "
-          f"(goal <= {FALSE_ALARM_GOAL:.0%}){'; by metric: ' + str(row['alarms']) if row['alarms'] else ''}")
-    for key, metric, injected in (("tput", "output_throughput", "-10%"), ("ttft", "p99_ttft_ms", "+20%")):
-        hit, n, change = row[key]
-        ok &= hit / n >= DETECTION_GOAL
-        print(f"[{row['name']}] detection of {metric} {injected} (measured {change:+.1f}%): {hit}/{n} = "
-              f"{hit / n:.1%} (goal >= {DETECTION_GOAL:.0%})")
-    print(f"[{row['name']}] healthy runs' mean output throughput {low:,.1f}-{high:,.1f} tok/s "
-          f"({apart:.1f}% apart) over {row['runs'][0]} launches")
-    print(f"[{row['name']}] wall: {row['runs'][0] + row['runs'][1]} launches, {row['loads']} loads in "
-          f"{row['measured_s']:.1f} s, "
-          f"{row['pairs'] + row['tput'][1] + row['ttft'][1]} verdicts in {row['judged_s']:.1f} s", flush=True)
-    if not goals:
-        print(f"[{row['name']}] goals do not apply: healthy launches {apart:.1f}% apart, more than the {LIMITS} "
-              f"limit: {'met anyway' if ok else 'missed'}, and no verdict on two launches could meet them "
-              "(docs/fleet.md: where the split comes from)", flush=True)
-        return None
-    return ok
 
 
 if __name__ == "__main__":

@@ -304,6 +304,8 @@ def describe(result: LoadResult) -> dict[str, Any]:
         context["vocabulary"] = vocab_text(result.workload["vocab"])
     if result.spec.dataset != "random-ids":  # random ids share no prefix: the figure would say nothing
         context.update(result.workload_context())
+    elif result.steady_state:  # what the steady-state window left out is said wherever its figures are
+        context["steady state"] = result.workload_context()["steady state"]
     if view:
         context["server view (/metrics peaks)"] = (
             f"running {view.get('peak_num_running_reqs', 0):g}, "

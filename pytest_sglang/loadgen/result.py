@@ -11,6 +11,7 @@ from pytest_sglang.loadgen.intervals import MAX_SAMPLES, Samples, thin
 from pytest_sglang.loadgen.record import RequestRecord
 from pytest_sglang.loadgen.spec import LoadSpec
 from pytest_sglang.loadgen.stats import calculate_metrics, error_counts, percentile
+from pytest_sglang.loadgen.steady import steady_report, steady_text
 from pytest_sglang.loadgen.tokencount import token_report, token_text
 from pytest_sglang.loadgen.vocab import vocab_text
 
@@ -19,7 +20,7 @@ _BACKENDS = {"native": "sglang", "completions": "sglang-oai", "chat": "sglang-oa
 _CONTEXT = frozenset({
     "spec", "url", "errors", "warmup_errors", "server_view", "records", "not_sent", "stopped",
     "percentile_sample", "first_failures", "refused_from_s", "cache_report", "workload",
-    "prompt_tokens", "cancelled", "images",
+    "prompt_tokens", "cancelled", "images", "steady_state",
 })
 
 
@@ -97,6 +98,9 @@ class LoadResult:
     prompt_tokens: dict[str, Any] = field(default_factory=dict)
     #: Image loads: images and image tokens per request, TTFT with images (:func:`image_report`); empty for text.
     images: dict[str, Any] = field(default_factory=dict)
+    #: With ``LoadSpec.steady_state``: the steady-state window, what it left out, and bench_serving's
+    #: throughput and latency keys inside it (:func:`.steady.steady_report`); empty otherwise.
+    steady_state: dict[str, Any] = field(default_factory=dict)
     records: list[RequestRecord] = field(default_factory=list, repr=False)
 
     @classmethod
@@ -121,6 +125,7 @@ class LoadResult:
             warmup_errors=list(warmup_errors),
             server_view=dict(server_view or {}),
             records=list(records),
+            steady_state=steady_report(records, duration) if spec.steady_state else {},
             **calculate_metrics(records, duration),
         )
 
@@ -159,6 +164,9 @@ class LoadResult:
                                       server_view or {}),
             workload=facts,
             prompt_tokens=token_report(spec, collector.prompt_counts),
+            steady_state=(steady_report(collector.records, duration,
+                                        sent=collector.seen if collector.sampled else None)
+                          if spec.steady_state else {}),
             **collector.metrics(duration),
         )
         result.images = image_report(collector.image_counts, result)
@@ -253,6 +261,7 @@ class LoadResult:
             "workload": dict(self.workload),
             "prompt_tokens": dict(self.prompt_tokens),
             "images": dict(self.images),
+            "steady_state": dict(self.steady_state),
             "spec": self.spec.to_dict(),
             # Bounded per-request samples: what a baseline comparison needs for its interval.
             "samples": self.samples().to_dict(),
@@ -267,7 +276,7 @@ class LoadResult:
 
     def workload_context(self) -> dict[str, str]:
         """The prefix cache and the trace replay (or multi-turn) facts, by label (empty when nothing to say)."""
-        return workload_context(self.cache_report, self.workload, self.prompt_tokens)
+        return workload_context(self.cache_report, self.workload, self.prompt_tokens, self.steady_state)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LoadResult:
@@ -343,7 +352,8 @@ def cache_text(report: dict[str, Any]) -> str:
 
 
 def workload_context(cache: dict[str, Any], facts: dict[str, Any],
-                     prompt_tokens: dict[str, Any] | None = None) -> dict[str, str]:
+                     prompt_tokens: dict[str, Any] | None = None,
+                     steady: dict[str, Any] | None = None) -> dict[str, str]:
     """Labelled lines for a load's ``cache_report``, ``workload`` and ``prompt_tokens`` (plain data: reports too)."""
     lines: dict[str, str] = {}
     text = cache_text(cache)
@@ -370,6 +380,8 @@ def workload_context(cache: dict[str, Any], facts: dict[str, Any],
         lines["prompt tokens"] = tokens
     if facts.get("vocab"):
         lines["vocabulary"] = vocab_text(facts["vocab"])
+    if steady:
+        lines["steady state"] = steady_text(steady)
     return lines
 
 

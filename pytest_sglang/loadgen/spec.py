@@ -122,6 +122,9 @@ class LoadSpec:
     #: A cancelled request's client closes the connection once this many chunks of text arrived (one token each
     #: at SGLang's default ``--stream-interval 1``); None = half of ``output_len``. Needs ``cancel_rate``.
     cancel_after_tokens: int | None = None
+    #: Also compute the figures inside the steady-state window (first completion to last send: no ramp-up,
+    #: no drain; :mod:`.steady`) into ``LoadResult.steady_state``; the bench_serving figures stay whole-run.
+    steady_state: bool = False
     timeout_s: InitVar[float | None] = None
 
     def __post_init__(self, timeout_s: float | None) -> None:
@@ -193,6 +196,9 @@ class LoadSpec:
                      f"give at most {MAX_LOAD_S:,.0f} s, or None to derive it")
 
     def _check_other(self) -> None:
+        if not isinstance(self.steady_state, bool):
+            _bad("steady_state", self.steady_state, "must be True or False",
+                 "steady_state=True adds the figures of the steady-state window (no ramp-up, no drain)")
         if self.api not in APIS:
             _bad("api", self.api, "unknown API", f"use one of {', '.join(APIS)}")
         _count("processes", self.processes, MAX_PROCESSES, "one process per core is enough")

@@ -125,7 +125,7 @@ def _table(report: Mapping[str, Any]) -> list[str]:
 
 
 #: Said of every load: where a sharded load ran (its figures are several nodes' clients, merged).
-_ALWAYS = ("load shards",)
+_ALWAYS = ("load shards", "steady state")
 
 
 def _workload_lines(loads: list[Mapping[str, Any]]) -> list[str]:
@@ -134,7 +134,7 @@ def _workload_lines(loads: list[Mapping[str, Any]]) -> list[str]:
     for load in loads:
         random = load.get("dataset_name", "random-ids") == "random-ids"
         for label, value in workload_context(load.get("cache_report") or {}, load.get("workload") or {},
-                                            load.get("prompt_tokens")).items():
+                                            load.get("prompt_tokens"), load.get("steady_state")).items():
             flagged = (label == "prompt tokens" and (load.get("prompt_tokens") or {}).get("flagged")) or (
                 label == "vocabulary" and not (load.get("workload") or {}).get("vocab", {}).get("read", True))
             if random and label not in _ALWAYS and not flagged:
