@@ -322,6 +322,8 @@ async def generate(state: State, request: web.Request) -> web.StreamResponse:
     try:  # the tokenizer manager's multimodal processor: before the length check, which counts image tokens
         req, images = await _with_images(state, req)
     except ImageRefused as exc:
+        if exc.status == 500:  # an exception /generate does not catch: the server's bare 500
+            return web.Response(text="Internal Server Error", status=500)
         return await _value_error(request, req, exc.message)
     except ValueError as exc:
         return await _value_error(request, req, str(exc))

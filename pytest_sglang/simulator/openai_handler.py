@@ -115,7 +115,10 @@ async def _with_images(
             slow=faults.vision_slow,
         )
     except ImageRefused as exc:
-        raise BadRequest(error_response(exc.message, "BadRequest", exc.status)) from None
+        if exc.status == 500:  # serving_base's catch-all
+            raise BadRequest(error_response(f"Internal server error: {exc.message}", "InternalServerError",
+                                            500)) from None
+        raise BadRequest(error_response(exc.message, "BadRequestError", exc.status)) from None
     return prepared.ids, prepared
 
 
