@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from pytest_sglang.images import COLOURS
 from pytest_sglang.simulator import arithmetic, reasoning, toolcalls
 from pytest_sglang.simulator.faults import Faults
 from pytest_sglang.simulator.schema_instance import dumps, violate
@@ -64,6 +65,8 @@ def _constrained(ask: Ask, faults: Faults) -> Script:
 
 _COLOUR_QUESTION = re.compile(r"\bcolou?rs?\b", re.IGNORECASE)
 _IMAGE_WORD = re.compile(r"\b(image|picture|photo)s?\b", re.IGNORECASE)
+#: A colour the text itself states ("... is red."): a language model repeats it (the checks' text-only control).
+_STATED_COLOUR = re.compile(r"\bis (" + "|".join(COLOURS) + r")\b", re.IGNORECASE)
 
 
 def _vision_answer(ask: Ask) -> str | None:
@@ -71,7 +74,10 @@ def _vision_answer(ask: Ask) -> str | None:
     if not _COLOUR_QUESTION.search(ask.prompt):
         return None
     if ask.sees is None:
-        return "I cannot see any image in your message." if _IMAGE_WORD.search(ask.prompt) else None
+        if _IMAGE_WORD.search(ask.prompt):
+            return "I cannot see any image in your message."
+        stated = _STATED_COLOUR.search(ask.prompt)
+        return stated.group(1).capitalize() + "." if stated else None
     names = [colour or "unclear" for colour in ask.sees]
     return ", ".join(names).capitalize() + "."
 

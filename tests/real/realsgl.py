@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,3 +209,18 @@ def launch_options(setup: RealSetup, log_dir: Path, *extra_args: str) -> list[st
     return ["--sglang-runner=process", f"--sglang-python={setup.python}",
             f"--sglang-launch={shlex.join(setup.args(*extra_args))}", *env,
             f"--sglang-log-dir={log_dir}", "--sglang-startup-timeout=240"]
+
+
+def junit_outcomes(junit: Path) -> dict[str, tuple[str, str]]:
+    """``file::test[id]`` -> (outcome, message) from a junit XML report of an inner pytest run."""
+    found: dict[str, tuple[str, str]] = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        name = f"{case.get('classname', '').rsplit('.', 1)[-1]}.py::{case.get('name')}"
+        outcome, message = "passed", ""
+        for tag in ("failure", "error", "skipped"):
+            node = case.find(tag)
+            if node is not None:
+                outcome, message = tag, f"{node.get('message', '')} {node.text or ''}".strip()
+                break
+        found[name] = (outcome, message)
+    return found

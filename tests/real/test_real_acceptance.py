@@ -16,13 +16,11 @@ unstreamed and the server's own decode of each lost token (``/v1/detokenize`` wi
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from pathlib import Path
 
 import pytest
-from realsgl import RawServer
+from realsgl import RawServer, junit_outcomes
 
 pytestmark = pytest.mark.real_sglang
 
@@ -52,28 +50,13 @@ def server(arith_launch: Launch) -> Iterator[RawServer]:
         yield launched["good"]
 
 
-def _outcomes(junit: Path) -> dict[str, tuple[str, str]]:
-    """``file::test[id]`` -> (outcome, message) from a junit XML report."""
-    found: dict[str, tuple[str, str]] = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        name = f"{case.get('classname', '').rsplit('.', 1)[-1]}.py::{case.get('name')}"
-        outcome, message = "passed", ""
-        for tag in ("failure", "error", "skipped"):
-            node = case.find(tag)
-            if node is not None:
-                outcome, message = tag, f"{node.get('message', '')} {node.text or ''}".strip()
-                break
-        found[name] = (outcome, message)
-    return found
-
-
 def test_acceptance_suite_against_real_sglang(server: RawServer, pytester: pytest.Pytester) -> None:
     # 4 requests per check instead of 8: half the time, every check still exercised on every route.
     result = pytester.runpytest_subprocess("--pyargs", "pytest_sglang.acceptance", f"--sglang-url={server.url}",
                                            "--sglang-acceptance-samples=4", "--junitxml=acceptance.xml",
                                            "--sglang-allow-disruptive",  # the server is ours: flushes are fine
                                            "-p", "no:cacheprovider", "-rA")
-    outcomes = _outcomes(pytester.path / "acceptance.xml")
+    outcomes = junit_outcomes(pytester.path / "acceptance.xml")
     print("\n".join(f"{outcome:8} {name}  {message[:200]}" for name, (outcome, message) in sorted(outcomes.items())))
     broken = {name: msg for name, (outcome, msg) in outcomes.items() if outcome in ("failure", "error")}
     assert not broken, "acceptance checks failing against real SGLang:\n" + "\n".join(

@@ -4,7 +4,8 @@ scripts/real-sglang/setup.sh writes the model (make_tiny_vlm.py: Qwen2-VL's proc
 bounds) and installs what bench_serving imports. The checks: the load generator's image requests, chat
 and native, complete; the server's image-token count is the Qwen2-VL processor's arithmetic as
 ``pytest_sglang.sglang.vision`` computes it (the simulator's); bench_serving still sends the body
-shapes recorded in fixtures/bench_serving (recorded again here, compared).
+shapes recorded in fixtures/bench_serving (recorded again here, compared); the acceptance suite's image
+checks, the plugin launching the model, give what 0.5.23 answers (docs/multimodal.md).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from realsgl import CACHE, RawServer, RealSetup
+from realsgl import CACHE, RawServer, RealSetup, junit_outcomes, launch_options
 
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.sglang.vision import QWEN2_VL
@@ -71,3 +72,35 @@ def test_bench_serving_still_sends_the_recorded_shapes(vlm_setup: RealSetup, tmp
         assert now[backend]["shape"] == recorded[backend]["shape"], backend
         assert now[backend]["images"] == recorded[backend]["images"] == 2
     assert now["sglang-oai-chat"]["content_types"] == recorded["sglang-oai-chat"]["content_types"]
+
+
+#: The colour checks on dummy weights: served, but the model fails the text-only control.
+CANNOT_JUDGE = "cannot judge the answer with this model: asked in text alone"
+UNJUDGED = ("test_chat_images[one-image]", "test_chat_images[three-images]", "test_native_image_data",
+            "test_image_stream_agrees")
+
+
+def test_image_acceptance_checks_against_real_sglang(vlm_setup: RealSetup, pytester: pytest.Pytester) -> None:
+    pytester.runpytest_subprocess("--pyargs", "pytest_sglang.acceptance", "-k", "test_images",
+                                  *launch_options(vlm_setup, pytester.path / "logs"),
+                                  "--junitxml=images.xml", "-p", "no:cacheprovider", "-rA")
+    outcomes = {name.removeprefix("test_images.py::"): found
+                for name, found in junit_outcomes(pytester.path / "images.xml").items()}
+    print("\n".join(f"{outcome:8} {name}  {message[:300]}" for name, (outcome, message) in sorted(outcomes.items())))
+    # usage.prompt_tokens is Qwen2-VL's arithmetic at every resolution
+    assert outcomes["test_image_tokens"][0] == "passed", outcomes["test_image_tokens"]
+    # 0.5.23 refuses a corrupt and an SVG image with a 400, but a decompression bomb is a 500 on both routes
+    outcome, message = outcomes["test_bad_images_4xx"]
+    assert outcome == "failure", outcomes["test_bad_images_4xx"]
+    assert "oversize image (400 MP) on chat: expected a 4xx answer, got HTTP 500" in message
+    assert ("oversize image (400 MP) on /generate: expected a 4xx answer, got HTTP 500 'Internal Server Error'"
+            in message)
+    assert "corrupt PNG on" not in message.split("measured:")[0] and "SVG) on chat: exp" not in message
+    # dummy weights name no colour, even one they are told: each colour check says it cannot judge, visibly
+    for name in UNJUDGED:
+        outcome, message = outcomes[name]
+        assert outcome == "skipped" and CANNOT_JUDGE in message, (name, outcomes[name])
+    # the encoder's share is measured (a CPU encoder may well take over half of a first token), on a connection
+    # the bomb's /generate 500 did not leave broken (the bad-images check asks again after a 5xx)
+    outcome, message = outcomes["test_vision_encoder_share"]
+    assert outcome == "passed" or "the vision encoder takes" in message, outcomes["test_vision_encoder_share"]
