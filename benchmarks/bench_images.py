@@ -19,8 +19,10 @@ Run: ``python benchmarks/bench_images.py [--url URL] [--requests 32 --concurrenc
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -32,12 +34,15 @@ from typing import Any
 import httpx
 
 from pytest_sglang.loadgen import LoadSpec, run_load
+from pytest_sglang.loadgen.servermetrics import parse_cache
 from pytest_sglang.sglang.vision import QWEN2_VL
 from pytest_sglang.sockets import free_port
 
 #: Figures both clients report, under bench_serving's JSON keys.
 FIGURES = ("mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_e2e_latency_ms", "mean_itl_ms",
            "request_throughput", "output_throughput")
+#: What the server saw of each client's requests (not a goal: the cause of a figure's difference).
+INPUTS = ("server_prompt_tokens", "server_ttft_ms", "server_e2e_ms")
 GOAL = 0.15
 
 
@@ -96,10 +101,45 @@ def bench_serving(url: str, args: argparse.Namespace, python: str, model: str, s
     return figures
 
 
+#: Server-side histograms (sum, count) whose means tell the server's time from the client's.
+_HISTOGRAMS = {"server_ttft_ms": "sglang:time_to_first_token_seconds",
+               "server_e2e_ms": "sglang:e2e_request_latency_seconds"}
+
+
+def server_counters(url: str) -> dict[str, float] | None:
+    """The server's own counters (the same for both clients): prompt tokens, histogram sums and counts."""
+    try:
+        reply = httpx.get(url + "/metrics", timeout=10)
+    except httpx.HTTPError:
+        return None
+    if reply.status_code != 200:
+        return None
+    out = {"prompt_tokens": parse_cache(reply.text)[1]}
+    for key, name in _HISTOGRAMS.items():
+        for part in ("sum", "count"):
+            found = re.findall(rf"^{re.escape(name)}_{part}(?:{{[^}}]*}})?\s+([0-9.eE+-]+)", reply.text, re.MULTILINE)
+            out[f"{key}_{part}"] = sum(float(v) for v in found)
+    return out
+
+
+def counted(run: Any, url: str, requests: int) -> dict[str, Any]:
+    """``run()``'s figures plus what the server measured of the same run (its warmup request included)."""
+    before = server_counters(url)
+    figures: dict[str, Any] = run()
+    after = server_counters(url)
+    if before is not None and after is not None:
+        figures["server_prompt_tokens"] = (after["prompt_tokens"] - before["prompt_tokens"]) / (requests + 1)
+        for key in _HISTOGRAMS:
+            n = after[f"{key}_count"] - before[f"{key}_count"]
+            if n > 0:
+                figures[key] = 1000 * (after[f"{key}_sum"] - before[f"{key}_sum"]) / n
+    return figures
+
+
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Each figure's median over the rounds (other keys from the last round)."""
     out = dict(runs[-1])
-    for key in FIGURES:
+    for key in (*FIGURES, *INPUTS):
         values = sorted(r[key] for r in runs if isinstance(r.get(key), (int, float)))
         if values:
             out[key] = statistics.median(values)
@@ -136,8 +176,9 @@ def main() -> None:
                 order = ("theirs", "ours") if n % 2 == 0 else ("ours", "theirs")
                 for side in order:
                     # A new seed per run: new images (a server's multimodal cache must not serve a later run)
-                    runs[side].append(bench_serving(url, args, python, model, 100 + n) if side == "theirs"
-                                      else ours(url, args, 200 + n))
+                    one = (functools.partial(bench_serving, url, args, python, model, 100 + n) if side == "theirs"
+                           else functools.partial(ours, url, args, 200 + n))
+                    runs[side].append(counted(one, url, args.requests))
             mine, theirs = median_of(runs["ours"]), median_of(runs["theirs"])
         finally:
             if proc is not None:
@@ -156,6 +197,10 @@ def main() -> None:
             worst = max(worst, abs(ratio - 1))
         print(f"{key:<24}{a if a is not None else '-':>16.2f}{b if b is not None else float('nan'):>16.2f}"
               f"{ratio:>9.3f}")
+    for key in INPUTS:
+        a, b = mine.get(key), theirs.get(key)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b:
+            print(f"{key:<24}{a:>16.1f}{b:>16.1f}{a / b:>9.3f}  (mean per request, the server's /metrics)")
     print(f"completed: {mine['completed']} / {theirs['completed']}; our image figures: {mine['images']}")
     print(f"largest difference {worst:.1%} (goal within {GOAL:.0%}): {'MET' if worst <= GOAL else 'NOT MET'}")
 
