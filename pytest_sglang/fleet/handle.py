@@ -82,6 +82,10 @@ class WorkerHandle:
         where = "direct" if self.reachable else "via gateway only"
         return f"<WorkerHandle {self.index} {self.role} {_no_credentials(self.url)} {state}, {where}>"
 
+    def label(self) -> str:
+        """:meth:`name`: a record of this worker names it (the Handle protocol, server/members.py)."""
+        return self.name()
+
     def name(self) -> str:
         """``worker 1 (http://127.0.0.1:31001)``, ``decode worker 1 (...)`` in a prefill-decode fleet."""
         role = "" if self.role == "regular" else f"{self.role} "
@@ -252,6 +256,10 @@ class SGLangFleet:
             f"{sum(w.role == r for w in self.workers)} {r}" for r in ("prefill", "decode", "regular")
             if r in roles) + ")"
         return f"gateway={what} workers={len(self.workers)}{split}"
+
+    def members(self) -> list[WorkerHandle]:
+        """The workers (the Handle protocol, server/members.py: a gate judges each of them)."""
+        return self.workers
 
     def reachable_workers(self) -> list[WorkerHandle]:
         """The workers this machine talks to directly."""

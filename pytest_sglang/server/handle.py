@@ -65,6 +65,25 @@ class SGLangServer:
         """The :func:`repr` text without its angle brackets."""
         return repr(self)[1:-1]
 
+    # The Handle protocol (server/members.py): a lone server is its own one member.
+    @property
+    def server(self) -> SGLangServer:
+        """This server itself (as a member of its handle it is always talked to directly)."""
+        return self
+
+    @property
+    def unreachable(self) -> None:
+        """None: a lone server is reached directly (attach and launch check that before handing it out)."""
+        return None
+
+    def label(self) -> None:
+        """None: a lone server's records keep their plain metric names."""
+        return None
+
+    def members(self) -> tuple[SGLangServer]:
+        """``(self,)``: a lone server is its own one member."""
+        return (self,)
+
     def client(self, *, timeout: httpx.Timeout | float | None = None, headers: dict[str, str] | None = None,
                max_body_bytes: int | None = MAX_BODY_BYTES) -> httpx.Client:
         """A new httpx client bound to the server, authenticated, bodies capped (caller closes it).
