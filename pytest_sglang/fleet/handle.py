@@ -28,6 +28,7 @@ from pytest_sglang.fleet.discovery import Discovery, GatewayFlavor, Readiness, W
 from pytest_sglang.server.base import DEFAULT_GRACE_S, ExitStatus, RunningProcess
 from pytest_sglang.server.client import MAX_BODY_BYTES, as_server_url, deadline_in, make_client
 from pytest_sglang.server.handle import SGLangServer
+from pytest_sglang.server.members import Handle
 from pytest_sglang.server.phases import StartupReport
 from pytest_sglang.server.probe import HEALTH_PROBE_TIMEOUT_S
 from pytest_sglang.server.url import ServerURL
@@ -385,8 +386,6 @@ def _no_credentials(url: str) -> str:
     return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
 
 
-#: What the fixtures and gates take: one server, or a fleet behind its gateway (same shape).
-Handle = SGLangServer | SGLangFleet
 
 
 def fleet_of(server: object) -> SGLangFleet | None:
