@@ -15,10 +15,10 @@ from pytest_sglang.acceptance.support import (
 )
 from pytest_sglang.correctness import CheckContext, fetch_features
 from pytest_sglang.correctness.deadline import Budget
-from pytest_sglang.gates.shares import fleet_of
+from pytest_sglang.fleet.handle import fleet_of
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.server.members import Handle
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from pytest_sglang.correctness import CheckContext, concurrency, kl
 from pytest_sglang.plugin import consent
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.server.members import Handle
 
 
 def test_no_cross_talk(sglang_acceptance: CheckContext) -> None:

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 
 from pytest_sglang import defaults
 from pytest_sglang.fleet.attach import attach_gateway
-from pytest_sglang.fleet.handle import Handle
 from pytest_sglang.server.config import LaunchConfig
+from pytest_sglang.server.members import Handle
 from pytest_sglang.server.progress import ProgressSink
 from pytest_sglang.server.start import ATTACH_TIMEOUT_S, attach, launch
 from pytest_sglang.server.url import ServerURL, parse_server_url

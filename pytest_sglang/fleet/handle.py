@@ -28,6 +28,7 @@ from pytest_sglang.fleet.discovery import Discovery, GatewayFlavor, Readiness, W
 from pytest_sglang.server.base import DEFAULT_GRACE_S, ExitStatus, RunningProcess
 from pytest_sglang.server.client import MAX_BODY_BYTES, as_server_url, deadline_in, make_client
 from pytest_sglang.server.handle import SGLangServer
+from pytest_sglang.server.members import Handle
 from pytest_sglang.server.phases import StartupReport
 from pytest_sglang.server.probe import HEALTH_PROBE_TIMEOUT_S
 from pytest_sglang.server.url import ServerURL
@@ -81,6 +82,10 @@ class WorkerHandle:
         state = "healthy" if self.entry.is_healthy else "unhealthy"
         where = "direct" if self.reachable else "via gateway only"
         return f"<WorkerHandle {self.index} {self.role} {_no_credentials(self.url)} {state}, {where}>"
+
+    def label(self) -> str:
+        """:meth:`name`: a record of this worker names it (the Handle protocol, server/members.py)."""
+        return self.name()
 
     def name(self) -> str:
         """``worker 1 (http://127.0.0.1:31001)``, ``decode worker 1 (...)`` in a prefill-decode fleet."""
@@ -253,6 +258,10 @@ class SGLangFleet:
             if r in roles) + ")"
         return f"gateway={what} workers={len(self.workers)}{split}"
 
+    def members(self) -> list[WorkerHandle]:
+        """The workers (the Handle protocol, server/members.py: a gate judges each of them)."""
+        return self.workers
+
     def reachable_workers(self) -> list[WorkerHandle]:
         """The workers this machine talks to directly."""
         return [w for w in self.workers if w.reachable]
@@ -377,8 +386,6 @@ def _no_credentials(url: str) -> str:
     return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
 
 
-#: What the fixtures and gates take: one server, or a fleet behind its gateway (same shape).
-Handle = SGLangServer | SGLangFleet
 
 
 def fleet_of(server: object) -> SGLangFleet | None:

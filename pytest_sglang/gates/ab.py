@@ -27,13 +27,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pytest_sglang.errors import ConfigError, LoadGenError
-from pytest_sglang.fleet.handle import Handle
 from pytest_sglang.fleet.launch import FleetSpec, launch_fleet
 from pytest_sglang.gates.base import Check, GateOutcome
 from pytest_sglang.gates.paired import MIN_PAIRS, PairedVerdict, judge_paired
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 from pytest_sglang.loadgen.launch_noise import ALPHA, CANNOT_JUDGE, POWER
 from pytest_sglang.server.config import LaunchConfig
+from pytest_sglang.server.members import Handle
 from pytest_sglang.server.start import launch
 
 GATE = "ab"

@@ -29,8 +29,8 @@ from pytest_sglang.redaction import clean_text
 if TYPE_CHECKING:
     import httpx
 
-    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.server.handle import SGLangServer
+    from pytest_sglang.server.members import Handle
 
 __all__ = ["RoutingResult", "RoutingWorkload", "run_cache_routing", "workload_for"]
 

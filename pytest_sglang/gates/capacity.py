@@ -6,6 +6,10 @@ the effective running-request limit from ``internal_states[i].effective_max_runn
 (the top-level ``max_running_requests`` is only the CLI value, usually null), the effective context
 from ``/v1/models`` ``max_model_len`` or ``max_req_input_len`` (= min(context, pool) - 6).
 Static numbers can lie, so ``verify_live=True`` also sends the requests and checks they ran at once.
+
+A fleet's per-worker capacity evaluation (``evaluate_fleet_capacity``) is at the end of this module, not in one of
+its own: the marker and the assert helper call it, and it calls the single-server evaluation, so a
+module of its own made a circle (issue 31). Hence ~400 lines; shared per-worker helpers: gates/workers.py.
 """
 
 from __future__ import annotations
@@ -19,9 +23,18 @@ from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.keywords import AnyOf, OptionalCount, Requires
 from pytest_sglang.gates.registry import GateContext
+from pytest_sglang.gates.workers import (
+    fact_int,
+    for_worker,
+    info_of,
+    merge_context,
+    no_workers,
+    not_checked,
+    unreachable_why,
+)
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle, SGLangFleet
+    from pytest_sglang.fleet.handle import Handle, SGLangFleet, WorkerHandle
     from pytest_sglang.loadgen import LoadResult, LoadSpec
 
 GATE = "capacity"
@@ -138,7 +151,7 @@ def evaluate_capacity(
     ``max_model_len`` is ``/v1/models`` ``data[0].max_model_len`` when the caller has it. The
     keywords are checked as the ``sglang_capacity`` marker declares them (:func:`run_marker`).
     ``min_fleet_total_tokens`` on one server is the sum over its DP ranks (a fleet of one; a fleet's
-    sum is :func:`pytest_sglang.gates.perworker.evaluate_fleet_capacity`'s).
+    sum is :func:`evaluate_fleet_capacity`'s).
     """
     keywords.check(run_marker, "evaluate_capacity", {
         k: v for k, v in (("min_total_tokens", min_total_tokens), ("min_running_requests", min_running_requests),
@@ -183,24 +196,39 @@ def _add_context(out: GateOutcome, info: Mapping[str, Any]) -> None:
         out.context["server args"] = view
 
 
-def assert_capacity(info: Mapping[str, Any] | Handle | SGLangFleet, **kwargs: Any) -> GateOutcome:
+def assert_capacity(
+    info: Mapping[str, Any] | Handle, *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
+    min_context_length: int | None = None, min_concurrent_requests: int | None = None,
+    avg_request_tokens: int | None = None, min_fleet_total_tokens: int | None = None,
+    max_model_len: int | None = None,
+) -> GateOutcome:
     """:func:`evaluate_capacity`, raising ``AssertionError(outcome.message())`` on a miss.
 
     ``info`` is a ``/server_info`` payload, or a server or fleet (``sglang_server``, ``sglang_fleet``):
     on a fleet every worker is checked (one record per worker), as the marker does.
     """
     __tracebackhide__ = True
+    floors = {"min_total_tokens": min_total_tokens, "min_running_requests": min_running_requests,
+              "min_context_length": min_context_length, "min_concurrent_requests": min_concurrent_requests,
+              "avg_request_tokens": avg_request_tokens, "min_fleet_total_tokens": min_fleet_total_tokens}
+    given = {k: v for k, v in floors.items() if v is not None}  # unset keywords stay unset (as before)
     if isinstance(info, Mapping):
-        outcome = evaluate_capacity(info, **kwargs)
+        outcome = evaluate_capacity(info, max_model_len=max_model_len, **given)
     else:
-        from pytest_sglang.gates.perworker import evaluate_fleet_capacity
-        from pytest_sglang.gates.shares import fleet_of
-
-        fleet = fleet_of(info)
-        outcome = (evaluate_fleet_capacity(fleet, **kwargs) if fleet is not None
-                   else evaluate_capacity(info.info(), **kwargs))
+        outcome = _evaluate_handle(info, given, max_model_len=False)
     outcome.raise_for_failures()
     return outcome
+
+
+def _evaluate_handle(handle: Handle, floors: Mapping[str, int | None], *, max_model_len: bool) -> GateOutcome:
+    """A lone server judged on its own figures; a fleet's workers one record each (:func:`evaluate_fleet_capacity`)."""
+    from pytest_sglang.fleet.handle import fleet_of  # lazily: the plugin imports the gates without httpx
+
+    fleet = fleet_of(handle)
+    if fleet is not None:
+        return evaluate_fleet_capacity(fleet, **floors)
+    served = {"max_model_len": served_max_model_len(handle)} if max_model_len else {}
+    return evaluate_capacity(handle.info(), **served, **floors)
 
 
 def peak_overlap(intervals: Sequence[tuple[float, float]]) -> int:
@@ -283,17 +311,92 @@ def run_marker(
     This signature declares the marker's keywords (types, defaults, ranges, relations): the plugin
     validates a marker against it at collection and shows it in ``pytest --markers``.
     """
-    from pytest_sglang.gates.perworker import evaluate_fleet_capacity
-    from pytest_sglang.gates.shares import fleet_of
-
     floors = {"min_total_tokens": min_total_tokens, "min_running_requests": min_running_requests,
               "min_context_length": min_context_length, "min_concurrent_requests": min_concurrent_requests,
               "avg_request_tokens": avg_request_tokens, "min_fleet_total_tokens": min_fleet_total_tokens}
-    fleet = fleet_of(ctx.server)
-    outcome = (evaluate_fleet_capacity(fleet, **floors) if fleet is not None
-               else evaluate_capacity(ctx.server.info(), max_model_len=served_max_model_len(ctx.server), **floors))
+    outcome = _evaluate_handle(ctx.server, floors, max_model_len=True)
     if verify_live and min_concurrent_requests is not None and avg_request_tokens is not None:
         result = ctx.load(live_spec(min_concurrent_requests, avg_request_tokens))
         for check in verify_live_checks(result, min_concurrent_requests):
             outcome.add(check)
     return outcome
+
+
+#: capacity keyword -> (metric, unit): what the single-server gate calls each figure.
+_CAPACITY = {"min_total_tokens": ("max_total_num_tokens", "tokens"),
+             "min_running_requests": ("max_running_requests", "requests"),
+             "min_context_length": ("context_length", "tokens"),
+             "min_concurrent_requests": ("concurrent_requests", "requests")}
+
+
+def _unreachable_capacity(out: GateOutcome, worker: WorkerHandle, why: str, floors: Mapping[str, int]) -> None:
+    for keyword, required in floors.items():
+        metric, unit = _CAPACITY[keyword]
+        context = fact_int(worker, "max_model_len") if keyword == "min_context_length" else None
+        if context is not None and worker.server is None:
+            out.add(compare(GATE, f"{metric} of {worker.name()}", context, ">=", required, unit=unit,
+                            keyword=keyword, remedy="set --context-length (up to the model's own limit)",
+                            source=f"the gateway's /workers labels.max_model_len ({why}; its KV pool, which may "
+                                   "bound the context, is not visible from here)"))
+        else:
+            what = "this figure" if worker.server is not None else f"{metric} (only the worker's /server_info does)"
+            out.add(not_checked(GATE, metric, worker, required, keyword=keyword,
+                                why=why if worker.server is not None else unreachable_why(worker, what)))
+
+
+def evaluate_fleet_capacity(
+    fleet: SGLangFleet, *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
+    min_context_length: int | None = None, min_concurrent_requests: int | None = None,
+    avg_request_tokens: int | None = None, min_fleet_total_tokens: int | None = None,
+) -> GateOutcome:
+    """Every worker's KV capacity against the per-worker floors, and the fleet's sum (``min_fleet_total_tokens``).
+
+    The keywords mean what they mean for one server (:func:`evaluate_capacity`),
+    applied to each worker.
+    """
+    floors = {k: v for k, v in (("min_total_tokens", min_total_tokens), ("min_running_requests", min_running_requests),
+                                ("min_context_length", min_context_length),
+                                ("min_concurrent_requests", min_concurrent_requests)) if v is not None}
+    given = {**floors, "avg_request_tokens": avg_request_tokens, "min_fleet_total_tokens": min_fleet_total_tokens}
+    keywords.check(run_marker, "evaluate_fleet_capacity", {k: v for k, v in given.items() if v is not None})
+    out = GateOutcome(GATE)
+    if not fleet.workers:
+        out.add(no_workers(GATE, fleet))
+    parts: list[tuple[WorkerHandle, GateOutcome]] = []
+    pools: dict[int, int | None] = {}
+    for worker in fleet.workers:
+        info, why = info_of(worker)
+        figure = token_capacity(info) if info is not None else None
+        pools[worker.index] = sum(figure.per_rank) if figure is not None and figure.per_rank else None
+        if info is None or worker.server is None:
+            _unreachable_capacity(out, worker, why, floors)
+            continue
+        if floors:
+            part = evaluate_capacity(info, max_model_len=served_max_model_len(worker.server),
+                                              avg_request_tokens=avg_request_tokens, **floors)
+            out.checks += [for_worker(c, worker) for c in part.checks]
+            parts.append((worker, part))
+    if min_fleet_total_tokens is not None:
+        out.add(_fleet_total(fleet, pools, min_fleet_total_tokens))
+    merge_context(out, parts)
+    return out
+
+
+def _fleet_total(fleet: SGLangFleet, pools: Mapping[int, int | None], required: int) -> Check:
+    # In a prefill-decode fleet a request's KV lives on its decode worker for the whole generation; a
+    # prefill pool holds a prompt only until it is transferred. So the fleet's capacity is the decode pools.
+    pd = any(w.role == "decode" for w in fleet.workers)
+    counted = {i: p for i, p in pools.items() if not (pd and fleet.workers[i].role == "prefill")}
+    known = {i: p for i, p in counted.items() if p is not None}
+    unknown = [fleet.workers[i].name() for i, p in counted.items() if p is None]
+    terms = " + ".join(f"{fleet.workers[i].name()} {fmt(p)}" for i, p in known.items()) or "no worker's pool is known"
+    which = "decode workers (prefill pools only hold prompts until the transfer)" if pd else "workers"
+    source = (f"sum over the {len(counted)} {which} (and their DP ranks) of each worker's /server_info "
+              f"internal_states[i].memory_usage.token_capacity: {terms}")
+    if unknown:
+        source += f"; not known (so the sum is a lower bound): {', '.join(unknown)}"
+    more = "--sglang-decode M" if pd else "--sglang-workers N"
+    return compare(GATE, "fleet_total_tokens", sum(known.values()) if known else None, ">=", required,
+                   unit="tokens", keyword="min_fleet_total_tokens", source=source,
+                   remedy="raise each worker's KV pool (--mem-fraction-static; python -m pytest_sglang plan -- "
+                          f"<launch args>) or add workers ({more})")

@@ -17,16 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_sglang.errors import SGLangError
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import Check, GateOutcome, compare
-from pytest_sglang.gates.shares import fleet_of
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 from pytest_sglang.sglang import metrics_text
 from pytest_sglang.sglang.metrics_text import Sample
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.server.members import Handle
 
 RUNNING = "sglang:num_running_reqs"
 KV_USED = "sglang:kv_used_tokens"
@@ -63,17 +61,7 @@ class Gauges:
 
 def targets(server: Handle) -> dict[str, Reader]:
     """The /metrics to judge: each worker's on a fleet, else the server's own (by name)."""
-    fleet = fleet_of(server)
-    if fleet is not None:
-        return {w.name(): w.metrics_or_why for w in fleet.workers}
-    return {server.url: lambda: _metrics_or_why(server.metrics)}
-
-
-def _metrics_or_why(read: Callable[[], Metrics]) -> Metrics | str:
-    try:
-        return read()
-    except SGLangError as exc:
-        return str(exc).splitlines()[0]
+    return {member.label() or server.url: member.metrics_or_why for member in server.members()}
 
 
 def read_gauges(reader: Reader) -> Gauges:

@@ -22,6 +22,7 @@ import signal
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.fleet.handle import fleet_of
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates import throughput as tput
@@ -30,7 +31,7 @@ from pytest_sglang.gates.drain import Storm
 from pytest_sglang.gates.failover_run import RECOVER_WINDOW_S, TIMELINE, FailoverRun
 from pytest_sglang.gates.keywords import AtLeast, AtMost, Fraction, KeywordError, OneOf, Requires, Threshold
 from pytest_sglang.gates.registry import GateContext, LockingLoad
-from pytest_sglang.gates.shares import REQUESTS_KEY, SHARES_KEY, fleet_of
+from pytest_sglang.gates.shares import REQUESTS_KEY, SHARES_KEY
 from pytest_sglang.gates.throughput import (
     CancelAfter,
     CancelRate,

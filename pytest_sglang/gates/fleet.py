@@ -26,6 +26,7 @@ import contextlib
 from typing import TYPE_CHECKING, Annotated
 
 from pytest_sglang.errors import SGLangError
+from pytest_sglang.fleet.handle import fleet_of
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.consistency import FIELDS, compare_workers, views
@@ -42,7 +43,7 @@ from pytest_sglang.gates.keywords import (
 )
 from pytest_sglang.gates.registration import registration_check
 from pytest_sglang.gates.registry import GateContext, LockingLoad
-from pytest_sglang.gates.shares import WorkerShares, fleet_of, measure
+from pytest_sglang.gates.shares import WorkerShares, measure
 from pytest_sglang.gates.throughput import (
     CancelAfter,
     CancelRate,

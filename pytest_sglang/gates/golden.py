@@ -26,7 +26,7 @@ from pytest_sglang.gates.keywords import Always, AtLeast, Fraction, KeywordError
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.server.members import Handle
 
 GATE = "golden"
 MARKER = "@pytest.mark.sglang_golden"

@@ -5,6 +5,10 @@ actually allocated comes from the ``sglang:hicache_host_total_tokens`` gauge whe
 from the startup log's ``Allocating ... hierarchical KV host pool`` lines when the plugin launched the
 server; each check names its source, and when neither exists the message says what to enable.
 ``effective=True`` proves the cache works (:mod:`pytest_sglang.loadgen.prefix_reuse`).
+
+A fleet's per-worker hicache evaluation (``evaluate_fleet_hicache``) is at the end of this module, not in one of
+its own: the marker and the assert helper call it, and it calls the single-server evaluation, so a
+module of its own made a circle (issue 31). Hence ~400 lines; shared per-worker helpers: gates/workers.py.
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.capacity import token_capacity
 from pytest_sglang.gates.keywords import OptionalCount, Requires, Threshold, sglang_choices
 from pytest_sglang.gates.registry import GateContext, LockingLoad
+from pytest_sglang.gates.workers import for_worker, merge_context, no_workers, not_checked, unreachable_why
 from pytest_sglang.loadgen.prefix_reuse import ReuseResult, run_prefix_reuse
 from pytest_sglang.sglang.hostmem import GB, GiB
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle, SGLangFleet
+    from pytest_sglang.fleet.handle import Handle, SGLangFleet, WorkerHandle
     from pytest_sglang.server.phases import HostPool, StartupReport
     from pytest_sglang.sglang.metrics_text import Sample
 
@@ -200,8 +205,7 @@ def assert_hicache(server: HicacheServer | SGLangFleet, **kwargs: Any) -> GateOu
     one record per worker, as the marker does.
     """
     __tracebackhide__ = True
-    from pytest_sglang.gates.perworker import evaluate_fleet_hicache
-    from pytest_sglang.gates.shares import fleet_of
+    from pytest_sglang.fleet.handle import fleet_of  # lazily: the plugin imports the gates without httpx
 
     fleet = fleet_of(server)
     if fleet is not None:
@@ -309,8 +313,7 @@ def run_marker(
     This signature declares the marker's keywords (types, defaults, ranges, SGLang's choices,
     relations): the plugin validates a marker against it at collection and shows it in ``--markers``.
     """
-    from pytest_sglang.gates.perworker import effective_per_worker, evaluate_fleet_hicache
-    from pytest_sglang.gates.shares import fleet_of
+    from pytest_sglang.fleet.handle import fleet_of  # lazily: the plugin imports the gates without httpx
 
     given: dict[str, Any] = dict(
         enabled=enabled, min_host_tokens=min_host_tokens, min_host_gb_per_rank=min_host_gb_per_rank,
@@ -328,3 +331,64 @@ def run_marker(
         with _load_lock(ctx):
             run_restart(ctx.server, outcome, min_storage_share, fleet=fleet is not None)
     return outcome
+
+
+#: hicache size keyword -> the metric the single-server gate records.
+_HICACHE_SIZES = {"min_host_tokens": "host_pool_tokens", "min_host_gb_per_rank": "host_pool_gb_per_rank",
+                  "min_ratio": "host_device_ratio"}
+
+
+def _unreachable_hicache(out: GateOutcome, worker: WorkerHandle, why: str, kwargs: Mapping[str, Any]) -> None:
+    why = why if worker.server is not None else unreachable_why(worker, "hierarchical-cache settings")
+    out.add(not_checked(GATE, "enable_hierarchical_cache", worker, kwargs.get("enabled", True), op="==",
+                        keyword="enabled", why=why))
+    for key in ("write_policy", "io_backend", "mem_layout", "storage_backend"):
+        if kwargs.get(key) is not None:
+            out.add(not_checked(GATE, f"hicache_{key}", worker, kwargs[key], op="==", keyword=key, why=why))
+    for key, metric in _HICACHE_SIZES.items():
+        if kwargs.get(key) is not None and kwargs.get("enabled", True):
+            out.add(not_checked(GATE, metric, worker, kwargs[key], keyword=key, why=why))
+
+
+def evaluate_fleet_hicache(fleet: SGLangFleet, **kwargs: Any) -> GateOutcome:
+    """:func:`evaluate_hicache` on every worker (its keywords), one record each."""
+    keywords.check(run_marker, "evaluate_fleet_hicache", {k: v for k, v in kwargs.items() if v is not None})
+    out = GateOutcome(GATE)
+    if not fleet.workers:
+        out.add(no_workers(GATE, fleet))
+    parts: list[tuple[WorkerHandle, GateOutcome]] = []
+    for worker in fleet.workers:
+        server = worker.server
+        why = worker.unreachable or "not reachable from here"
+        part = None
+        if server is not None:
+            try:
+                part = evaluate_hicache(server, **kwargs)
+            except SGLangError as exc:
+                why = f"its /server_info or /metrics could not be read: {str(exc).splitlines()[0]}"
+        if part is None:
+            _unreachable_hicache(out, worker, why, kwargs)
+            continue
+        out.checks += [for_worker(c, worker) for c in part.checks]
+        parts.append((worker, part))
+    merge_context(out, parts)
+    return out
+
+
+def effective_per_worker(ctx: GateContext, fleet: SGLangFleet, outcome: GateOutcome, min_gain: float | None) -> None:
+    """``effective=True`` on a fleet: the reuse workload sent to each worker directly, one record each.
+
+    Through the gateway the prefixes would be spread over the workers and no single host tier would
+    be shown to work, so each reachable worker runs it in turn.
+    """
+    for worker in fleet.workers:
+        if worker.server is None:
+            outcome.add(not_checked(GATE, "host_hit_tokens", worker, 1,
+                                    why=unreachable_why(worker, "host-tier hits (the workload is sent to "
+                                                                 "each worker directly)")))
+            continue
+        part = GateOutcome(GATE)
+        run_effective(ctx, worker.server, part, min_gain)
+        outcome.checks += [for_worker(c, worker) for c in part.checks]
+        for key, value in part.context.items():
+            outcome.context[f"{key} ({worker.name()})"] = value

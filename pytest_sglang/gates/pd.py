@@ -30,6 +30,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Annotated
 
 from pytest_sglang.accuracy import TASKS
+from pytest_sglang.fleet.handle import fleet_of
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates import throughput as tput
 from pytest_sglang.gates.base import Check, GateOutcome
@@ -47,7 +48,6 @@ from pytest_sglang.gates.pd_roles import (
 )
 from pytest_sglang.gates.pd_transfer import Limits, TransferWindow, read_all, transfer_checks
 from pytest_sglang.gates.registry import GateContext
-from pytest_sglang.gates.shares import fleet_of
 from pytest_sglang.gates.throughput import (
     CancelAfter,
     CancelRate,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_sglang.errors import SGLangError
 from pytest_sglang.formatting import Value
 from pytest_sglang.gates.base import Check, compare
-from pytest_sglang.gates.perworker import NOT_CHECKED
+from pytest_sglang.gates.workers import NOT_CHECKED
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import SGLangFleet, WorkerHandle

@@ -37,14 +37,13 @@ import httpx
 from pytest_sglang.gates.base import Check, GateCannotJudge, GateOutcome, compare
 from pytest_sglang.gates.keywords import Above, AnyOf, Count, KeywordError, OneOf, UrlPath, rules
 from pytest_sglang.gates.registry import GateContext
-from pytest_sglang.gates.shares import fleet_of
 from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout, load_spec
 from pytest_sglang.loadgen.probing import Prober, ProbeResult, ProbeSpec
 from pytest_sglang.loadgen.spec import APIS, MAX_REQUESTS
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.loadgen import LoadResult, LoadSpec
+    from pytest_sglang.server.members import Handle
 
 __all__ = ["first_failure", "run_marker", "suggestion"]
 
@@ -112,10 +111,8 @@ def _specs(values: dict[str, object]) -> list[ProbeSpec]:
 
 def _targets(ctx: GateContext) -> list[tuple[str, str, Handle]]:
     """``(name, label, handle)``: a fleet's rows say which worker (``" on worker 1 (http://...)"``)."""
-    fleet = fleet_of(ctx.server)
-    if fleet is None:
-        return [(ctx.server.url, "", ctx.server)]
-    return [(w.name(), f" on {w.name()}", w.server) for w in fleet.workers if w.server is not None]
+    return [(label or ctx.server.url, f" on {label}" if label else "", member.server)
+            for member in ctx.server.members() if member.server is not None for label in [member.label()]]
 
 
 def _probe_check(name: str, label: str, spec: ProbeSpec, results: list[ProbeResult], load_s: float,

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # types only: importing the plugin must not import the engine or the load generator
-    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.gates.base import GateOutcome
     from pytest_sglang.loadgen import LoadResult, LoadSpec
     from pytest_sglang.server.handle import SGLangServer
+    from pytest_sglang.server.members import Handle
     from pytest_sglang.server.url import ServerURL
 
 

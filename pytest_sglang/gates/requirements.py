@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING
 
 from pytest_sglang.gates.base import Check, GateOutcome
 from pytest_sglang.gates.registry import ANY_VALUE, LaunchNeed, MarkerGate
-from pytest_sglang.gates.shares import fleet_of
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.server.members import Handle
     from pytest_sglang.sglang.args import LaunchArgs
 
 __all__ = ["Unmet", "active_needs", "outcome_for", "turn_off", "unmet_in_launch", "unmet_on_server"]
@@ -80,13 +79,10 @@ def unmet_in_launch(needs: Sequence[LaunchNeed], roles: Mapping[str, LaunchArgs]
 
 def unmet_on_server(needs: Sequence[LaunchNeed], server: Handle) -> list[Unmet]:
     """The needs an attached server (each reachable worker of a gateway) does not meet, from ``/server_info``."""
-    fleet = fleet_of(server)
-    if fleet is not None:
-        # Behind a gateway only the workers can say; none reachable (--sglang-fleet-direct off, or a
-        # gateway on another network): nothing to read here, and the gate says what it could not check.
-        infos = [(w.role, f"{w.name()} /server_info", w.info()) for w in fleet.reachable_workers()]
-    else:
-        infos = [("regular", f"{server.describe()} /server_info", server.info())]
+    # Behind a gateway only the workers can say; none reachable (--sglang-fleet-direct off, or a gateway
+    # on another network): nothing to read here, and the gate says what it could not check.
+    infos = [(member.role, f"{member.label() or server.describe()} /server_info", member.server.info())
+             for member in server.members() if member.server is not None]
     return [Unmet(need, info[need.field], where) for need in needs for role, where, info in infos
             if (not need.roles or role in need.roles) and need.field in info and not _met(info[need.field], need)]
 

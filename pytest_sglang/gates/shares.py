@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
+from pytest_sglang.fleet.handle import fleet_of
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import GateOutcome
 from pytest_sglang.loadgen.servermetrics import REQUESTS_TOTAL
@@ -22,7 +23,7 @@ from pytest_sglang.sglang import metrics_text
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import SGLangFleet, WorkerHandle
 
-__all__ = ["Counters", "WorkerShares", "fleet_of", "measure", "read_counters", "run_loads", "worker_shares"]
+__all__ = ["Counters", "WorkerShares", "measure", "read_counters", "run_loads", "worker_shares"]
 
 T = TypeVar("T")
 #: The outcome context keys (the reports read them).
@@ -127,13 +128,6 @@ class WorkerShares:
             outcome.context["worker shares"] = f"unknown: {self.why_unknown()}"
 
 
-def fleet_of(server: object) -> SGLangFleet | None:
-    """``server`` when it is a fleet (a gateway with its workers); None for a single server (or a fake one)."""
-    from pytest_sglang.fleet import handle  # lazily: keeps this module light to import
-
-    return handle.fleet_of(server)
-
-
 def measure(fleet: SGLangFleet, run: Callable[[], T]) -> tuple[T, WorkerShares]:
     """Run ``run()`` (a load through the gateway) and the requests each worker served meanwhile."""
     workers = list(fleet.workers)
@@ -143,7 +137,10 @@ def measure(fleet: SGLangFleet, run: Callable[[], T]) -> tuple[T, WorkerShares]:
 
 
 def run_loads(server: object, run: Callable[[], T]) -> tuple[T, WorkerShares | None]:
-    """``run()`` (loads through ``server``); when it is a gateway, also each worker's share of the requests."""
+    """``run()`` (loads through ``server``); when it is a gateway, also each worker's share of the requests.
+
+    Shares exist only on a fleet, so this is one of the few places that asks for one (fleet.handle.fleet_of).
+    """
     fleet = fleet_of(server)
     return (run(), None) if fleet is None else measure(fleet, run)
 

@@ -42,7 +42,6 @@ from pytest_sglang.gates.keywords import (
     Threshold,
 )
 from pytest_sglang.gates.registry import GateContext, LockingLoad
-from pytest_sglang.gates.shares import fleet_of
 from pytest_sglang.gates.throughput import InFlight, Length, Timeout
 from pytest_sglang.loadgen.intervals import CONFIDENCE, Interval
 from pytest_sglang.loadgen.soak import SoakRun, SoakSpec, process_tree_rss_mb, run_soak
@@ -50,7 +49,7 @@ from pytest_sglang.loadgen.soak_series import MIN_FIT_SAMPLES, SoakSample, beyon
 from pytest_sglang.loadgen.spec import APIS
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.server.members import Handle
 
 __all__ = ["DATA_KEY", "GATE", "NOTHING_MEASURABLE", "Limits", "default_interval", "default_warmup", "judge",
            "min_window_s", "run_marker", "stop_reason"]
@@ -263,8 +262,8 @@ def judge(run: SoakRun, limits: Limits, warmup_s: float) -> GateOutcome:
 # ---- the marker ------------------------------------------------------------------------------------
 def _rss_reader(server: Handle) -> tuple[Callable[[], float | None] | None, str]:
     """The launched processes' RSS (a fleet: the gateway's and every launched worker's), or None."""
-    fleet = fleet_of(server)
-    handles = [server, *(w.server for w in fleet.workers if w.server is not None)] if fleet is not None else [server]
+    # The handle's own process (a fleet: its gateway's), then each member's other than the handle itself.
+    handles = [server, *(m.server for m in server.members() if m.server is not None and m.server is not server)]
     pids = [h.process.pid for h in handles if h.process is not None and h.process.pid is not None]
     if not pids:
         return None, ""

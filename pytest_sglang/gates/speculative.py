@@ -50,7 +50,7 @@ from pytest_sglang.server.start import attach
 from pytest_sglang.sglang import metrics_text as promtext
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.server.members import Handle
 
 __all__ = ["run_marker"]
 

@@ -20,7 +20,7 @@ from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.loadgen.storage_reuse import BACKUP_METRIC, PREFETCH_METRIC, StorageRun, run_storage_restart
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.server.members import Handle
 
 GATE = "hicache"
 #: The floor on the storage tier's share of the second pass's prompt tokens when none is given.

@@ -43,7 +43,7 @@ from pytest_sglang.loadgen.tokencount import BASES, merge_token_reports, token_t
 from pytest_sglang.loadgen.vocab import vocab_text
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.server.members import Handle
 
 GATE = "throughput"
 #: Which figure a floor judges: the interval's favourable bound (default), its unfavourable bound

@@ -22,7 +22,7 @@ from pytest_sglang.redaction import clean_text
 if TYPE_CHECKING:
     import httpx
 
-    from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.server.members import Handle
 
 
 @dataclass(frozen=True)

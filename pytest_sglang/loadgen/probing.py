@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from pytest_sglang.fleet.handle import Handle
+from pytest_sglang.server.members import Handle
 
 __all__ = ["ProbeResult", "ProbeSpec", "Prober"]
 

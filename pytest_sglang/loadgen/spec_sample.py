@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from pytest_sglang.fleet.handle import Handle
+from pytest_sglang.server.members import Handle
 
 __all__ = ["SpecSample", "context_ids", "sample_acceptance"]
 

@@ -23,7 +23,7 @@ from pytest_sglang.redaction import clean_text
 if TYPE_CHECKING:
     import httpx
 
-    from pytest_sglang.fleet.handle import Handle
+    from pytest_sglang.server.members import Handle
 
 BACKUP_METRIC = "sglang:backuped_tokens_total"
 PREFETCH_METRIC = "sglang:prefetched_tokens_total"

@@ -20,7 +20,6 @@ from pytest_sglang.errors import SGLangError
 from pytest_sglang.plugin.keys import POOL_KEY
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.fleet.launch import FleetSpec
     from pytest_sglang.gates.ab import ABSide
     from pytest_sglang.gates.base import GateOutcome
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
     from pytest_sglang.plugin.pool import ServerPool
     from pytest_sglang.plugin.settings import Settings
     from pytest_sglang.server.config import LaunchConfig
+    from pytest_sglang.server.members import Handle
 
 #: Load time assumed per launch when --sglang-load-timeout is not set (for the run's one deadline).
 LOAD_BUDGET_S = 600.0

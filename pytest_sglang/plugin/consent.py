@@ -20,8 +20,8 @@ import pytest
 from pytest_sglang.plugin.keys import SETTINGS_KEY
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.loadgen import LoadSpec
+    from pytest_sglang.server.members import Handle
 
 __all__ = ["OPTION", "STRICT", "disruptions_of_marker", "heavy_load", "require"]
 

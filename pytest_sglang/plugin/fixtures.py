@@ -18,12 +18,12 @@ if TYPE_CHECKING:
     import httpx
 
     from pytest_sglang.fleet import SGLangFleet
-    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.plugin.ab import ABRunner
     from pytest_sglang.plugin.load_runner import LoadRunner
     from pytest_sglang.plugin.pool import ServerPool
     from pytest_sglang.plugin.results import GateResults
     from pytest_sglang.server.handle import SGLangServer
+    from pytest_sglang.server.members import Handle
 
 #: ``sglang_server_factory``: ``factory(launch_args, **LaunchConfig overrides) -> SGLangServer``.
 ServerFactory = Callable[..., "SGLangServer"]

@@ -21,10 +21,10 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.plugin.keys import SETTINGS_KEY
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.plugin.load_runner import LoadRunner
     from pytest_sglang.plugin.results import GateResults
     from pytest_sglang.plugin.settings import Settings
+    from pytest_sglang.server.members import Handle
 
 __all__ = ["NAME", "GoldenFile", "GoldenItem", "add_golden_item"]
 

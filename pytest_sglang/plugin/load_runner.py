@@ -15,8 +15,8 @@ from pytest_sglang.plugin.results import results_of
 from pytest_sglang.sglang import masks
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.loadgen import LoadResult, LoadSpec
+    from pytest_sglang.server.members import Handle
 
 __all__ = ["LoadRunner", "load_runner", "run_lock"]
 

@@ -25,10 +25,10 @@ from pytest_sglang.gates.registry import DOCS_URL, GATES, GATES_BY_MARKER, GateC
 from pytest_sglang.plugin.keys import RESULTS_KEY
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.gates.base import GateOutcome
     from pytest_sglang.plugin.results import GateResults
     from pytest_sglang.plugin.settings import Settings
+    from pytest_sglang.server.members import Handle
     from pytest_sglang.sglang.args import LaunchArgs
 
 # Registration runs in every pytest run; what measuring and judging need (redaction, the results,

@@ -23,8 +23,8 @@ from pytest_sglang.plugin.consent import attached
 from pytest_sglang.plugin.keys import SETTINGS_KEY
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.gates.base import GateOutcome
+    from pytest_sglang.server.members import Handle
 
 __all__ = ["PROFILED", "PROFILE_PROP", "SERVER_KEY", "profile_failed"]
 

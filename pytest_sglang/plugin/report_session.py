@@ -27,11 +27,11 @@ from pytest_sglang.plugin.xdist import is_worker
 from pytest_sglang.report.records import START_NODEID, RecordCollector, TestRecord
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.report.baseline import BaselineContext
     from pytest_sglang.report.baseline_scope import Scope
     from pytest_sglang.report.identity import ServerIdentity
     from pytest_sglang.server import LaunchConfig
+    from pytest_sglang.server.members import Handle
 
 SESSION_KEY = pytest.StashKey["ReportSession"]()
 
@@ -81,7 +81,7 @@ class ReportSession:
 
     def server_started(self, server: Handle, runner: str | None = None) -> ServerIdentity:
         """Record the server's identity (``runner`` overrides an xdist worker's "attach" view)."""
-        # Not gates.shares.fleet_of: that module imports the load generator (aiohttp...), ~1 s on a busy
+        # From the fleet layer, not the gates: they import the load generator (aiohttp...), ~1 s on a busy
         # machine between the server's first /health 200 and the first test body.
         from pytest_sglang.fleet.handle import fleet_of
         from pytest_sglang.report.identity import identify

@@ -20,8 +20,8 @@ from pytest_sglang.report.identity import int_or_none
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet import WorkerHandle
-    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.report.records import TestRecord
+    from pytest_sglang.server.members import Handle
 
 __all__ = ["fleet_section", "identify_fleet", "refresh_health", "shares_of"]
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from pytest_sglang import redaction
-from pytest_sglang.errors import ServerUnavailable
+from pytest_sglang.errors import ServerUnavailable, SGLangError
 from pytest_sglang.server import cleanup
 from pytest_sglang.server.base import DEFAULT_GRACE_S, ExitStatus, RunningProcess
 from pytest_sglang.server.client import MAX_BODY_BYTES, as_server_url, make_client
@@ -64,6 +64,37 @@ class SGLangServer:
     def describe(self) -> str:
         """The :func:`repr` text without its angle brackets."""
         return repr(self)[1:-1]
+
+    # The Handle protocol (server/members.py): a lone server is its own one member.
+    @property
+    def server(self) -> SGLangServer:
+        """This server itself (as a member of its handle it is always talked to directly)."""
+        return self
+
+    @property
+    def unreachable(self) -> None:
+        """None: a lone server is reached directly (attach and launch check that before handing it out)."""
+        return None
+
+    @property
+    def role(self) -> str:
+        """``regular``: a lone server serves whole requests."""
+        return "regular"
+
+    def label(self) -> None:
+        """None: a lone server's records keep their plain metric names."""
+        return None
+
+    def metrics_or_why(self) -> dict[str, list[promtext.Sample]] | str:
+        """:meth:`metrics`, or the first line of why they cannot be read."""
+        try:
+            return self.metrics()
+        except SGLangError as exc:
+            return str(exc).splitlines()[0]
+
+    def members(self) -> tuple[SGLangServer]:
+        """``(self,)``: a lone server is its own one member."""
+        return (self,)
 
     def client(self, *, timeout: httpx.Timeout | float | None = None, headers: dict[str, str] | None = None,
                max_body_bytes: int | None = MAX_BODY_BYTES) -> httpx.Client:

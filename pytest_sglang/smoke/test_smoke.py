@@ -17,9 +17,9 @@ from pytest_sglang.gates.throughput import evaluate_throughput
 from pytest_sglang.smoke.plan import SINGLE_STREAM_SHARE, smoke_shape
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle
     from pytest_sglang.plugin.load_runner import LoadRunner
     from pytest_sglang.plugin.results import GateResults
+    from pytest_sglang.server.members import Handle
 
 GATE = "smoke"
 

@@ -11,10 +11,12 @@ from pytest_sglang.fleet.discovery import WorkerEntry
 from pytest_sglang.fleet.handle import SGLangFleet, WorkerHandle
 from pytest_sglang.gates.base import GateOutcome
 from pytest_sglang.gates.cache_routing import RoutingResult, RoutingWorkload, workload_for
+from pytest_sglang.gates.capacity import evaluate_fleet_capacity
 from pytest_sglang.gates.consistency import FIELDS, WorkerView, compare_workers, differing, table, views
 from pytest_sglang.gates.fleet import imbalance
-from pytest_sglang.gates.perworker import NOT_CHECKED, evaluate_fleet_capacity, evaluate_fleet_hicache, not_checked
+from pytest_sglang.gates.hicache import evaluate_fleet_hicache
 from pytest_sglang.gates.shares import Counters, WorkerShares, worker_shares
+from pytest_sglang.gates.workers import NOT_CHECKED, not_checked
 from pytest_sglang.server.handle import SGLangServer
 
 

@@ -64,6 +64,19 @@ class _Attached:
     def info(self) -> dict[str, Any]:
         return self._info
 
+    # A lone server's side of the Handle protocol (server/members.py): it is its own one member.
+    role, unreachable = "regular", None
+
+    @property
+    def server(self) -> _Attached:
+        return self
+
+    def label(self) -> None:
+        return None
+
+    def members(self) -> tuple[_Attached]:
+        return (self,)
+
 
 def test_an_attached_servers_info_is_judged_and_unknown_fields_are_not_refused() -> None:
     needs = active_needs(GATES_BY_MARKER["sglang_hicache"], {})
