@@ -205,7 +205,7 @@ def test_plugin_is_registered_and_can_be_disabled(pytester: pytest.Pytester) -> 
 def test_cli_dispatcher_usage() -> None:
     run = subprocess.run([sys.executable, "-m", "pytest_sglang"], capture_output=True, text=True)
     assert run.returncode == 2
-    assert "usage: python -m pytest_sglang {load,plan,compare,eval,golden,trend}" in run.stdout
+    assert "usage: python -m pytest_sglang {load,plan,compare,eval,golden,trend,ab}" in run.stdout
     run = subprocess.run([sys.executable, "-m", "pytest_sglang", "frobnicate"], capture_output=True, text=True)
     assert run.returncode == 2
     assert "unknown command 'frobnicate'" in run.stderr
