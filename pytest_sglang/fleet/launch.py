@@ -47,7 +47,7 @@ from pytest_sglang.server.base import RunningProcess
 from pytest_sglang.server.config import LaunchConfig, connect_host, server_url
 from pytest_sglang.server.handle import SGLangServer
 from pytest_sglang.server.phases import PhaseSpan, StartupReport
-from pytest_sglang.server.runner import get_runner
+from pytest_sglang.server.select_runner import get_runner
 from pytest_sglang.server.start import launch, register_secrets
 from pytest_sglang.server.url import parse_server_url
 from pytest_sglang.sglang.hostmem import GB

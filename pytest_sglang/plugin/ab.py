@@ -126,7 +126,8 @@ class ABRunner:
     def _sides(self, settings: Settings, launch_b: str | Sequence[str] | None) -> tuple[ABSide, ABSide]:
         from pytest_sglang.errors import ConfigError
         from pytest_sglang.gates.ab import ABSide
-        from pytest_sglang.plugin.launch_config import check_launch, launch_config
+        from pytest_sglang.plugin.launch_args import check_launch
+        from pytest_sglang.plugin.launch_config import launch_config
         from pytest_sglang.plugin.values import parse_args
 
         if self._pool.worker_input is not None:

@@ -7,7 +7,7 @@ import shlex
 import pytest
 
 from pytest_sglang import redaction
-from pytest_sglang.plugin.launch_config import check_gateway, check_launch
+from pytest_sglang.plugin.launch_args import check_gateway, check_launch
 from pytest_sglang.plugin.settings import Settings
 from pytest_sglang.plugin.xdist import is_worker
 

@@ -12,7 +12,7 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_sglang.plugin.pool import ServerPool
-    from pytest_sglang.plugin.results import GateResults
+    from pytest_sglang.plugin.results import GateResults  # type only: the contract allows it (pyproject.toml)
     from pytest_sglang.plugin.settings import Settings
 
 SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()

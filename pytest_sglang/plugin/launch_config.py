@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from pytest_sglang.server.config import DockerOptions, LaunchConfig
     from pytest_sglang.server.ray.options import RayOptions
 
-__all__ = ["OPTION_FOR_FIELD", "check_gateway", "check_launch", "for_option", "launch_config", "ray_options",
-           "refuse_quoted_flags"]
+__all__ = ["OPTION_FOR_FIELD", "for_option", "launch_config", "ray_options"]
 
 #: ``Owner.field`` of the engine -> the option that sets it.
 OPTION_FOR_FIELD = {
@@ -51,42 +50,6 @@ OPTION_FOR_FIELD = {
     "FleetSpec.min_workers": "--sglang-min-workers",
     "FleetSpec.direct": "--sglang-fleet-direct",
 }
-
-
-def refuse_quoted_flags(argv: list[str]) -> None:
-    """Refuse one argument holding a flag and more (``"--model-path M"``): quotes in an ini value did that.
-
-    ``sglang_launch = "--model-path M"`` is one argument after shlex-splitting, which SGLang reads as an
-    unknown flag named ``--model-path M``. A flag's name never holds a space (its ``=value`` may).
-    """
-    for arg in argv:
-        if arg.startswith("--") and any(c.isspace() for c in arg.split("=", 1)[0]):
-            raise ConfigError("", arg, f"{arg!r} is one argument (the quotes around it group its words), so its "
-                              "program would read it as one unknown flag",
-                              "drop the quotes around the whole value (write sglang_launch = --model-path M in an "
-                              "ini file); quote only a value that holds spaces, e.g. --chat-template 'a b'")
-
-
-def check_launch(argv: list[str]) -> list[str]:
-    """Launch args as given to any runner (process, docker, simulator): read as SGLang reads them, typos refused.
-
-    Returns the lines about flags the recorded 0.5.23 table does not know (a newer SGLang), for the header.
-    """
-    from pytest_sglang.sglang.args import check_launch_flags, option_strings, parse_launch_args
-    from pytest_sglang.simulator.cli import build_parser
-
-    refuse_quoted_flags(argv)
-    # The simulator runner takes its own --sim-* flags besides SGLang's.
-    return check_launch_flags(parse_launch_args(argv), also_known=option_strings(build_parser()))
-
-
-def check_gateway(argv: list[str]) -> list[str]:
-    """Gateway args: credentials registered for masking, typos refused (either recorded gateway)."""
-    from pytest_sglang.sglang.gateway_args import check_gateway_flags, register_gateway_secrets
-
-    register_gateway_secrets(argv)
-    refuse_quoted_flags(argv)
-    return check_gateway_flags(argv)
 
 
 def launch_config(settings: Settings, log_dir: Path) -> LaunchConfig:

@@ -1,6 +1,6 @@
 """The run-wide pool of servers behind the fixtures (one per pytest process).
 
-:class:`ServerPool` (registered as a plugin, kept in ``config.stash[POOL_KEY]``) owns every server of
+:class:`ServerPool` (registered as a plugin, kept in ``config.stash[keys.POOL_KEY]``) owns every server of
 the run: the primary one behind ``sglang_server`` and the extra launches of ``sglang_server_factory``
 (an identical :class:`~pytest_sglang.server.LaunchConfig` reuses its server). It stops them all at the
 end of the run, on every path (normal end, failures, Ctrl-C, SIGTERM).
@@ -25,7 +25,6 @@ import pytest
 
 from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError, LaunchConfigError, ServerStartError, SGLangError
-from pytest_sglang.plugin.keys import POOL_KEY
 from pytest_sglang.plugin.launch_config import for_option, launch_config, ray_options
 from pytest_sglang.plugin.settings import Settings
 from pytest_sglang.plugin.xdist import WorkerInput
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
     from pytest_sglang.server.progress import TerminalProgress
     from pytest_sglang.server.url import ServerURL
 
-__all__ = ["POOL_KEY", "ServerPool", "ServerStartFailed"]
+__all__ = ["ServerPool", "ServerStartFailed"]
 
 NO_SERVER_MESSAGE = (
     "no SGLang server configured: give --sglang-url URL to attach to a running server "

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_sglang.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pytest_sglang.plugin.settings import Option
+    from pytest_sglang.plugin.options import Option
 
 _LEVELS = {"cli": 3, "env": 2, "ini": 1}
 _LEVEL_NAMES = {3: "the command line", 2: "the environment", 1: "the ini file"}

@@ -14,6 +14,8 @@ import shlex
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from pytest_sglang.plugin.launch_args import check_gateway, check_launch  # SGLang's flag table loads on first use
+
 if TYPE_CHECKING:
     from pytest_sglang.server.url import ServerURL
 
@@ -149,9 +151,6 @@ def parse_launch(text: str) -> list[str]:
     if not text.strip():
         raise ValueError("is empty: give launch_server args, e.g. --model-path Qwen/Qwen3-0.6B")
     argv = parse_args(text)
-    # Imported here: only runs that launch pay for SGLang's flag table.
-    from pytest_sglang.plugin.launch_config import check_launch
-
     check_launch(argv)  # typos (--tp-szie) refused here, before anything starts
     return argv
 
@@ -159,8 +158,6 @@ def parse_launch(text: str) -> list[str]:
 def parse_gateway(text: str) -> list[str]:
     """shlex-split gateway args, read by the recorded gateways' parsers (typos refused, keys registered)."""
     argv = parse_args(text)
-    from pytest_sglang.plugin.launch_config import check_gateway
-
     check_gateway(argv)
     return argv
 

@@ -8,12 +8,9 @@ channel); workers attach and never launch (docs/plugin.md, "xdist").
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import pytest
-
-if TYPE_CHECKING:
-    from pytest_sglang.plugin.pool import ServerPool
 
 #: What a worker receives from the controller (our keys; xdist adds its own, e.g. ``workerid``).
 WorkerInput = Mapping[str, object]
@@ -36,10 +33,16 @@ def is_worker(config: pytest.Config) -> bool:
     return worker_input(config) is not None
 
 
+class HandsOver(Protocol):
+    """What the controller hands over (``ServerPool``, which imports this module: named here by its shape)."""
+
+    def worker_input_for_nodes(self) -> Mapping[str, object]: ...
+
+
 class XdistHooks:
     """Registered on the controller only when pytest-xdist is loaded (its hooks exist only then)."""
 
-    def __init__(self, pool: ServerPool) -> None:
+    def __init__(self, pool: HandsOver) -> None:
         self.pool = pool
 
     def pytest_configure_node(self, node: WorkerNode) -> None:

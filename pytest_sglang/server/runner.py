@@ -26,7 +26,6 @@ from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.server.base import DEFAULT_GRACE_S, ExitStatus, Runner, RunningProcess, nothing_reserved, signal_name
 from pytest_sglang.server.config import LaunchConfig, effective_argv, server_url
-from pytest_sglang.server.progress import ProgressSink, line_sink
 from pytest_sglang.sglang import masks
 from pytest_sglang.sglang.args import LaunchArgs
 from pytest_sglang.sglang.hostmem import HostMemory, read_host_memory
@@ -36,7 +35,7 @@ from pytest_sglang.simulator import profiles
 # The shared shapes live in .base (no import cycle with the docker runner); named here too.
 __all__ = [
     "DEFAULT_GRACE_S", "LAUNCH_ENV", "OWNER_ENV", "RUN_ID", "ExitStatus", "PopenProcess", "ProcessRunner",
-    "Runner", "RunningProcess", "SimulatorRunner", "get_runner", "kill_marked", "kill_processes",
+    "Runner", "RunningProcess", "SimulatorRunner", "kill_marked", "kill_processes",
     "marked_processes", "signal_name", "spawn",
 ]
 
@@ -267,23 +266,3 @@ class SimulatorRunner(ProcessRunner):
 
 #: Where the simulator's flags come from, in the engine's words.
 _SOURCE = "LaunchConfig.args"
-
-
-def get_runner(config: LaunchConfig, progress: ProgressSink | None = None) -> Runner:
-    """The runner named by ``config.runner``, placed on Ray with ``config.ray``.
-
-    ``progress`` also receives docker's image-pull lines.
-    """
-    if config.runner == "docker":
-        from pytest_sglang.server.docker.runner import DockerRunner  # lazy: the docker SDK is imported only when used
-
-        say: Callable[[str], None] | None = line_sink(progress)
-        runner: Runner = DockerRunner(progress=say)
-        return runner
-    local = SimulatorRunner() if config.runner == "simulator" else ProcessRunner()
-    if config.ray is None:
-        return local
-    # Lazy: ray is an optional extra (LaunchConfig refused config.ray without it) and a heavy import.
-    from pytest_sglang.server.ray import shared
-
-    return shared.runner(config.ray, local, config.log_dir)

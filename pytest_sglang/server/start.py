@@ -23,7 +23,7 @@ from pytest_sglang.server.phases import LogFollower, StartupReport
 from pytest_sglang.server.probe import Expected
 from pytest_sglang.server.progress import ProgressSink, line_sink
 from pytest_sglang.server.readiness import Target, wait_until_ready
-from pytest_sglang.server.runner import get_runner
+from pytest_sglang.server.select_runner import get_runner
 from pytest_sglang.server.url import ServerURL, parse_server_url
 from pytest_sglang.sglang.args import LaunchArgs
 

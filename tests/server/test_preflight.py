@@ -89,7 +89,7 @@ SIM = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny", "--sim-time-sc
 
 
 def test_ratio_sized_pools_of_the_simulator_are_checked_against_its_device_pool() -> None:
-    from pytest_sglang.server.runner import get_runner
+    from pytest_sglang.server.select_runner import get_runner
 
     config = LaunchConfig(runner="simulator", args=(*SIM, "--enable-hierarchical-cache", "--hicache-ratio", "100"))
     with pytest.raises(PreflightError) as excinfo:
@@ -106,7 +106,7 @@ def test_the_ratio_the_fix_suggests_does_fit_and_the_refused_one_really_fails(tm
     """The preflight's verdict matches what the simulator does when launched anyway."""
     from pytest_sglang.errors import ServerExited
     from pytest_sglang.server import launch
-    from pytest_sglang.server.runner import get_runner
+    from pytest_sglang.server.select_runner import get_runner
 
     refused = LaunchConfig(runner="simulator", args=(*SIM, "--enable-hierarchical-cache", "--hicache-ratio",
                                                       "100"), log_dir=tmp_path, startup_timeout_s=60)
@@ -150,7 +150,7 @@ def test_container_memory_limit_refusal_suggests_raising_it() -> None:
 
 def test_unknown_simulator_profile_is_a_config_error() -> None:
     from pytest_sglang.errors import ConfigError
-    from pytest_sglang.server.runner import get_runner
+    from pytest_sglang.server.select_runner import get_runner
 
     config = LaunchConfig(runner="simulator", args=("--sim-profile", "huge", "--enable-hicache"))
     # Read by the simulator's own parser, as the launch would be: its choices, its message.

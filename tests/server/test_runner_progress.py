@@ -15,7 +15,8 @@ from pytest_sglang.server.config import DockerOptions
 from pytest_sglang.server.docker.runner import DockerRunner, _log
 from pytest_sglang.server.phases import StartupReport
 from pytest_sglang.server.progress import TerminalProgress
-from pytest_sglang.server.runner import RunningProcess, SimulatorRunner, get_runner
+from pytest_sglang.server.runner import RunningProcess, SimulatorRunner
+from pytest_sglang.server.select_runner import get_runner
 
 
 class Recorder(TerminalProgress):

@@ -1,0 +1,28 @@
+"""No circles inside the plugin and the server (issue 31), as the ``acyclic_siblings`` contract holds them.
+
+``lint-imports`` checks the contract in CI; this reads the same graph (function-local and
+``TYPE_CHECKING`` imports included) so a circle shows up in a plain test run too.
+"""
+
+from __future__ import annotations
+
+import grimp
+import pytest
+
+# The contract's ignore_imports (pyproject.toml): config names the option leaves of docker/ and ray/;
+# keys.py names GateResults under TYPE_CHECKING only.
+_LEAVES = {
+    ("pytest_sglang.server.config", "pytest_sglang.server.docker.options"),
+    ("pytest_sglang.server.config", "pytest_sglang.server.ray.options"),
+    ("pytest_sglang.plugin.keys", "pytest_sglang.plugin.results"),
+}
+
+
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph("pytest_sglang", cache_dir=None)
+
+
+@pytest.mark.parametrize("package", ["pytest_sglang.plugin", "pytest_sglang.server", "pytest_sglang.server.ray"])
+def test_no_circle_among_siblings(graph: grimp.ImportGraph, package: str) -> None:
+    assert graph.nominate_cycle_breakers(package) - _LEAVES == set()
