@@ -229,17 +229,17 @@ def judge(cycles: list[dict[str, dict[str, Any]]], per_side: int, opts: argparse
             b = [figs[i]["h1"][metric] for i in draw]
             v = judge_paired(a, b, limit_pct=LIMIT_PCT, higher_is_better=higher, metric=metric)
             verdicts.append(v.verdict)
-            if v.failed:
+            if v.regressed:
                 out["aa_by_metric"][metric] = out["aa_by_metric"].get(metric, 0) + 1
             elif v.verdict == "cannot judge":
                 out["cannot_by_metric"][metric] = out["cannot_by_metric"].get(metric, 0) + 1
             base = "h0" if inj == "tput" else "h1"
             d = judge_paired([figs[i][base][metric] for i in draw], [figs[i][inj][metric] for i in draw],
                              limit_pct=LIMIT_PCT, higher_is_better=higher, metric=metric)
-            out[inj] += d.failed
+            out[inj] += d.regressed
             out[f"{inj}_cannot"] += d.verdict == "cannot judge"
-        out["false"] += "fail" in verdicts
-        out["cannot"] += "fail" not in verdicts and "cannot judge" in verdicts
+        out["false"] += "regressed" in verdicts
+        out["cannot"] += "regressed" not in verdicts and "cannot judge" in verdicts
     return out
 
 

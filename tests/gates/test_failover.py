@@ -242,5 +242,6 @@ def test_a_bad_dataset_names_the_marker_keyword() -> None:
     ctx = GateContext(server=SimpleNamespace(), load=lambda spec: None)  # type: ignore[arg-type]
     with pytest.raises(KeywordError, match=r"^@pytest\.mark\.sglang_failover\(dataset='bogus'\): unknown dataset\. "
                                            r"Fix: use random-ids, sharegpt:PATH, jsonl:PATH, mooncake:PATH, "
-                                           r"burstgpt:PATH or multiturn\[:KEY=VALUE,\.\.\.\]$"):
+                                           r"burstgpt:PATH, multiturn\[:KEY=VALUE,\.\.\.\], "
+                                           r"image\[:KEY=VALUE,\.\.\.\] or mmmu:PATH$"):
         failover.run_marker(ctx, dataset="bogus")

@@ -170,7 +170,7 @@ def test_cgroup_v1_unlimited_sentinel_is_ignored(tmp_path: Path) -> None:
 ])
 def test_planner_agrees_with_the_launch_preflight(argv: list[str]) -> None:
     from pytest_sglang.server import LaunchConfig, preflight
-    from pytest_sglang.server.runner import get_runner
+    from pytest_sglang.server.select_runner import get_runner
 
     launch = [*argv, "--sim-profile", "kimi-k2.5-rtx6000x8"]
     config = LaunchConfig(runner="simulator", args=tuple(launch))
