@@ -28,7 +28,7 @@ from pytest_sglang.gates import keywords
 from pytest_sglang.gates import throughput as tput
 from pytest_sglang.gates.base import Check, GateNotApplicable, GateOutcome, compare
 from pytest_sglang.gates.drain import Storm
-from pytest_sglang.gates.failover_run import RECOVER_WINDOW_S, TIMELINE, FailoverRun
+from pytest_sglang.gates.failover_run import RECOVER_WINDOW_S, TIMELINE, FailoverRun, never_check
 from pytest_sglang.gates.keywords import AtLeast, AtMost, Fraction, KeywordError, OneOf, Requires, Threshold
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.gates.shares import REQUESTS_KEY, SHARES_KEY
@@ -202,9 +202,7 @@ def judge(run: FailoverRun, *, kill: str, at: float, max_error_rate: float, max_
     assert result is not None
     outcome = GateOutcome(GATE)
     if "kill" not in run.times:
-        outcome.add(Check(GATE, "kill", f"never: the load ended before {at:g} x {run.spec.requests} requests "
-                          "finished", "during the load", "==", passed=False, source="load generator",
-                          remedy="give the load more requests, or a smaller at="))
+        outcome.add(never_check(GATE, "kill", at, run.spec.requests))
     timeouts = tput.timeout_check(result, max_error_rate)
     if timeouts is not None:  # a hung worker (SIGSTOP) shows here
         outcome.add(dataclasses.replace(timeouts, gate=GATE))

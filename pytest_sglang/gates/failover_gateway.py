@@ -14,6 +14,7 @@ from typing import Any
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates import throughput as tput
 from pytest_sglang.gates.base import Check, GateOutcome, compare
+from pytest_sglang.gates.failover_run import never_check
 from pytest_sglang.gates.gateway_restart_run import GatewayRestartRun
 from pytest_sglang.gates.shares import SHARES_KEY
 
@@ -38,9 +39,7 @@ def judge_gateway(run: GatewayRestartRun, *, kill: str, at: float, max_error_rat
     assert result is not None
     outcome = GateOutcome(GATE)
     if "restart" not in run.times:
-        outcome.add(Check(GATE, "gateway_restart", f"never: the load ended before {at:g} x {run.spec.requests} "
-                          "requests finished", "during the load", "==", passed=False, source="load generator",
-                          remedy="give the load more requests, or a smaller at="))
+        outcome.add(never_check(GATE, "gateway_restart", at, run.spec.requests))
         return outcome
     outcome.add(dataclasses.replace(tput.error_check(result, max_error_rate), gate=GATE, remedy=_ERRORS_FIX))
     missing = [u for u in run.before if u not in run.healthy_after]

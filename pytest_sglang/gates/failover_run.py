@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pytest_sglang.errors import LoadGenError, ServerUnavailable, SGLangError
+from pytest_sglang.gates.base import Check
 from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
 from pytest_sglang.sglang import metrics_text as promtext
 
@@ -75,6 +76,13 @@ def snapshot(fleet: SGLangFleet) -> Snapshot:
     return Snapshot(time.time(), healthy, cb_open, _by_worker(metrics, counter))
 
 
+def never_check(gate: str, event: str, at: float, requests: int) -> Check:
+    """The failed check of an event (a kill, a restart) that never came: the load ended before ``at`` of it."""
+    return Check(gate, event, f"never: the load ended before {at:g} x {requests} requests finished",
+                 "during the load", "==", passed=False, source="load generator",
+                 remedy="give the load more requests, or a smaller at=")
+
+
 class LoadThread(threading.Thread):
     """The load through the gateway; ``reached`` is set once ``at_count`` requests finished, or it ended."""
 
@@ -98,6 +106,15 @@ class LoadThread(threading.Thread):
             self.error = exc
         finally:
             self.reached.set()
+
+    def finished(self) -> LoadResult:
+        """The load's result once the thread ended; its error raised here, or why it did not end in time."""
+        if self.error is not None:
+            raise self.error
+        if self.result is None:
+            raise LoadGenError(f"the load through {self.url} did not end within the gate's deadline "
+                               f"(load_timeout_s={self.spec.load_timeout():g} s)")
+        return self.result
 
 
 @dataclass
@@ -162,12 +179,7 @@ class FailoverRun:
             self._drain(deadline)
             raise
         self._drain(deadline)
-        if load.error is not None:
-            raise load.error
-        if load.result is None:
-            raise LoadGenError(f"the load through {self.fleet.gateway.server_url} did not end within the gate's "
-                               f"deadline (load_timeout_s={self.spec.load_timeout():g} s)")
-        self.result = load.result
+        self.result = load.finished()
 
     def _drain(self, deadline: float) -> None:
         """Watch the gateway until the load ended (the load generator has its own deadline too)."""

@@ -16,7 +16,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pytest_sglang.errors import LoadGenError
 from pytest_sglang.gates.failover_run import POLL_S, PROBE_EVERY_S, RECOVER_WINDOW_S, LoadThread, Snapshot, snapshot
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 
@@ -70,12 +69,7 @@ class GatewayRestartRun:
         finally:
             while load.is_alive() and time.monotonic() < deadline:
                 load.join(POLL_S)
-        if load.error is not None:
-            raise load.error
-        if load.result is None:
-            raise LoadGenError(f"the load through {self.fleet.gateway.server_url} did not end within the gate's "
-                               f"deadline (load_timeout_s={self.spec.load_timeout():g} s)")
-        self.result = load.result
+        self.result = load.finished()
         if "restart" in self.times:
             self._note(snapshot(self.fleet))
 
