@@ -318,7 +318,7 @@ def test_image_reference_split(image: str, parts: tuple[str, str | None]) -> Non
 def test_host_alloc_really_allocates() -> None:
     import psutil
 
-    from pytest_sglang.simulator import hostalloc
+    from pytest_sglang.simulator.launch import hostalloc
 
     lines: list[str] = []
     before = psutil.Process().memory_info().rss

@@ -1,6 +1,6 @@
 """Real workloads against the simulator (a real subprocess): trace replay, multi-turn chat, cache figures.
 
-The simulator's radix cache (``simulator/radix.py``) serves shared prefixes from cache and reports
+The simulator's radix cache (``simulator/scheduling/radix.py``) serves shared prefixes from cache and reports
 ``meta_info.cached_tokens`` (and ``usage.prompt_tokens_details.cached_tokens`` with
 ``--enable-cache-report``) and ``sglang:cached_tokens_total`` as SGLang 0.5.23 does, so the hit
 rates below are measured, not assumed. Time is compressed (``--sim-time-scale 0.05``, trace x 0.05).
