@@ -12,8 +12,15 @@ from pytest_sglang.sglang import hostmem
 from pytest_sglang.sglang.args import LaunchArgs
 from pytest_sglang.sglang.vision import Processor
 from pytest_sglang.simulator.failures.faults import Faults
-from pytest_sglang.simulator.scheduling.profiles import Hardware, Profile, device_pool_bytes_per_rank, device_pool_tokens, hardware
 from pytest_sglang.simulator.images.vision import for_model
+from pytest_sglang.simulator.scheduling import speculative
+from pytest_sglang.simulator.scheduling.profiles import (
+    Hardware,
+    Profile,
+    device_pool_bytes_per_rank,
+    device_pool_tokens,
+    hardware,
+)
 
 
 @dataclass(frozen=True)
@@ -229,3 +236,27 @@ def resolve(args: LaunchArgs, sim: SimOptions, profile: Profile, faults: Faults)
         kv_bytes_per_token=kv_bytes,
         host_pool=_host_pool(args, profile, hw, tokens, kv_bytes, page),
     )
+
+
+def _int(value: object, default: int) -> int:
+    try:
+        return int(str(value)) if value is not None else default
+    except ValueError:
+        return default
+
+
+def speculation(cfg: SimConfig) -> speculative.Speculation | None:
+    """The speculation of this launch (None without ``--speculative-algorithm``)."""
+    extra = cfg.args.passthrough
+    algorithm = str(extra.get("speculative_algorithm") or "").upper()
+    if not algorithm:
+        return None
+    steps = _int(extra.get("speculative_num_steps"), 0 if algorithm == "NGRAM" else 3)
+    topk = _int(extra.get("speculative_eagle_topk"), 10 if algorithm == "NGRAM" else 1)
+    # 0.5.23 with topk 1: num_draft_tokens = num_steps + 1 unless given
+    draft = _int(extra.get("speculative_num_draft_tokens"), steps + 1 if algorithm != "NGRAM" else 4)
+    faults = cfg.faults.production
+    p = 0.0 if faults.spec_collapse else speculative.ALGORITHMS.get(algorithm, 0.6)
+    return speculative.Speculation(algorithm, steps, topk, max(1, draft), p, slow=faults.spec_slow,
+                                   decay_after=faults.spec_decay_after, low_rank=faults.spec_rank_low,
+                                   dp_size=cfg.args.dp_size, rng=random.Random(cfg.random_seed))

@@ -12,27 +12,26 @@ from collections.abc import Sequence
 from aiohttp import web
 
 from pytest_sglang.simulator import tokenizer
+from pytest_sglang.simulator.config import MODELLED_PASSTHROUGH, SimConfig, resolve, speculation
 from pytest_sglang.simulator.disagg import config as pd_config
-from pytest_sglang.simulator.front import handlers
-from pytest_sglang.simulator.launch import cli
-from pytest_sglang.simulator.scheduling import speculative
-from pytest_sglang.simulator.front.app import build_app
-from pytest_sglang.simulator.config import MODELLED_PASSTHROUGH, SimConfig, resolve
-from pytest_sglang.simulator.scheduling.engine import Engine
 from pytest_sglang.simulator.failures.faults import parse_faults
+from pytest_sglang.simulator.front import handlers
+from pytest_sglang.simulator.front.app import build_app
+from pytest_sglang.simulator.launch import cli
 from pytest_sglang.simulator.launch.jitter import jittered, launch_factor
 from pytest_sglang.simulator.launch.leak import run_leak
-from pytest_sglang.simulator.logs import Logger
 from pytest_sglang.simulator.launch.nodes import Node
-from pytest_sglang.simulator.scheduling.profiles import Speed, get_profile
 from pytest_sglang.simulator.launch.ranks import Rendezvous
+from pytest_sglang.simulator.launch.startup import SITE_PACKAGES, Startup, fault, oom_kill
+from pytest_sglang.simulator.logs import Logger
+from pytest_sglang.simulator.model.streams import collect
+from pytest_sglang.simulator.scheduling.engine import Engine
+from pytest_sglang.simulator.scheduling.profiles import Speed, get_profile
 from pytest_sglang.simulator.scheduling.request import Request
 from pytest_sglang.simulator.scheduling.sink import Sink
-from pytest_sglang.simulator.launch.startup import SITE_PACKAGES, Startup, fault, oom_kill
-from pytest_sglang.simulator.state import STARTING, UP, State
 from pytest_sglang.simulator.scheduling.storage import FileTier, storage_dir
-from pytest_sglang.simulator.model.streams import collect
 from pytest_sglang.simulator.scheduling.trace import Trace
+from pytest_sglang.simulator.state import STARTING, UP, State
 
 
 def _speed(cfg: SimConfig, log: Logger) -> Speed:
@@ -171,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         host_capacity=cfg.host_pool.tokens if cfg.host_pool else 0,
         radix=not args.disable_radix_cache,
     )
-    engine.spec = speculative.from_config(cfg)
+    engine.spec = speculation(cfg)
     engine.stalled_rank, engine.dp_size = cfg.faults.production.stalled_dp_rank, args.dp_size
     engine.stall_after, engine.kv_leak = cfg.faults.production.stall_after, cfg.faults.production.kv_leak_tokens
     if args.hicache_storage_backend == "file" and cfg.host_pool is not None:  # L3 sits behind the host tier

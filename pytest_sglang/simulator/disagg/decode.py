@@ -19,7 +19,6 @@ import zlib
 from typing import Any
 
 from pytest_sglang.simulator import tokenizer
-from pytest_sglang.simulator.logs import Logger
 from pytest_sglang.simulator.disagg.config import FAKE_BOOTSTRAP_HOST, TRANSFER_BASE_S, PDConfig
 from pytest_sglang.simulator.disagg.errors import (
     UNKNOWN_REASON,
@@ -27,11 +26,12 @@ from pytest_sglang.simulator.disagg.errors import (
     decode_transfer_failed,
     handshake_failed,
 )
-from pytest_sglang.simulator.failures.pd import PDFaults
 from pytest_sglang.simulator.disagg.metrics import PDStats
 from pytest_sglang.simulator.disagg.transfer import KVClient, Unreachable
-from pytest_sglang.simulator.scheduling.request import Request
+from pytest_sglang.simulator.failures.pd import PDFaults
 from pytest_sglang.simulator.launch.startup import scheduler_exception
+from pytest_sglang.simulator.logs import Logger
+from pytest_sglang.simulator.scheduling.request import Request
 
 #: 0.5.23's decode prealloc queue: ``_max_ensure_retries`` 15, ``_ensure_retry_interval`` 1 s.
 ENSURE_RETRIES = 15

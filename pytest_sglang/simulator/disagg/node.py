@@ -22,9 +22,9 @@ from aiohttp import web
 from pytest_sglang.simulator.disagg.config import FAKE_BOOTSTRAP_HOST, PDConfig, overlay_server_info, resolve_pd
 from pytest_sglang.simulator.disagg.decode import DecodeSide
 from pytest_sglang.simulator.disagg.errors import Failure, error_response, missing_room, stream_error
-from pytest_sglang.simulator.failures.pd import PDFaults, parse_pd_faults
 from pytest_sglang.simulator.disagg.metrics import PDStats, merge
 from pytest_sglang.simulator.disagg.prefill import PrefillSide
+from pytest_sglang.simulator.failures.pd import PDFaults, parse_pd_faults
 from pytest_sglang.simulator.scheduling.request import Request
 from pytest_sglang.simulator.state import State
 

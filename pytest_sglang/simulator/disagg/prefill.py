@@ -17,12 +17,12 @@ from typing import Any
 
 from aiohttp import web
 
-from pytest_sglang.simulator.logs import Logger
 from pytest_sglang.simulator.disagg.config import TRANSFER_BASE_S, PDConfig
 from pytest_sglang.simulator.disagg.errors import Failure, prefill_failed
-from pytest_sglang.simulator.failures.pd import PDFaults
 from pytest_sglang.simulator.disagg.metrics import PDStats
 from pytest_sglang.simulator.disagg.transfer import RoomStore, bootstrap_app, prefill_info
+from pytest_sglang.simulator.failures.pd import PDFaults
+from pytest_sglang.simulator.logs import Logger
 from pytest_sglang.simulator.scheduling.request import EmitFn, Request
 
 

@@ -19,7 +19,7 @@
                              requests pinned to rank K (``routed_dp_rank``) or given to it by the round-robin
                              balancer (0.5.23's default ``--load-balance-method``) hang
 ``leak:MB_PER_MIN``          the simulator's host memory (its real RSS) grows by MB_PER_MIN megabytes a
-                             minute, wall clock (:mod:`~pytest_sglang.simulator.launch.leak`; capped, so a forgotten simulator cannot
+                             minute, wall clock (:mod:`..launch.leak`; capped, so a forgotten simulator cannot
                              eat the host), as the hierarchical-cache host-index leak did (sglang PR#21624)
 ``kv-leak:TOKENS``           every finished request keeps TOKENS of its KV tokens for ever: the free KV
                              tokens (``sglang:kv_available_tokens``) drift down as the allocator leak of

@@ -11,15 +11,15 @@ from typing import Any
 from aiohttp import web
 
 from pytest_sglang.simulator.disagg import node as pd
-from pytest_sglang.simulator.front import handlers, loads, metrics, profiler, weights
-from pytest_sglang.simulator.launch import payloads
-from pytest_sglang.simulator.scheduling import speculative
-from pytest_sglang.simulator.front.handlers import json_response
 from pytest_sglang.simulator.failures.registration import model_info_after
+from pytest_sglang.simulator.front import handlers, loads, metrics, profiler, weights
+from pytest_sglang.simulator.front.handlers import json_response
+from pytest_sglang.simulator.launch import payloads
+from pytest_sglang.simulator.model.streams import collect
+from pytest_sglang.simulator.scheduling import speculative
 from pytest_sglang.simulator.scheduling.request import Request
 from pytest_sglang.simulator.scheduling.sink import Sink
 from pytest_sglang.simulator.state import STARTING, UNHEALTHY, UP, State
-from pytest_sglang.simulator.model.streams import collect
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 EXEMPT = ("/health", "/ready", "/metrics")

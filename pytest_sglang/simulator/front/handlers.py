@@ -24,12 +24,12 @@ def preload() -> None:
 
 
 async def generate(state: State, request: web.Request) -> web.StreamResponse:
-    from pytest_sglang.simulator.front import native as native_handler  # imported by preload(); see the module docstring
+    from pytest_sglang.simulator.front import native  # imported by preload(); see the module docstring
 
-    return await native_handler.generate(state, request)
+    return await native.generate(state, request)
 
 
 async def openai(state: State, request: web.Request, *, chat: bool) -> web.StreamResponse:
-    from pytest_sglang.simulator.front.openai import handler as openai_handler  # imported by preload(); see the module docstring
+    from pytest_sglang.simulator.front.openai import handler  # imported by preload(); see the module docstring
 
-    return await openai_handler.openai(state, request, chat=chat)
+    return await handler.openai(state, request, chat=chat)

@@ -16,8 +16,8 @@ from typing import Any
 from aiohttp import web
 
 from pytest_sglang.simulator.disagg import node as pd
-from pytest_sglang.simulator.launch.payloads import memory_usage
 from pytest_sglang.simulator.front.respond import error_response, json_response
+from pytest_sglang.simulator.launch.payloads import memory_usage
 from pytest_sglang.simulator.state import State
 
 SECTIONS = frozenset({"core", "memory", "spec", "lora", "disagg", "queues", "all"})

@@ -9,16 +9,9 @@ from typing import Any
 from aiohttp import web
 
 from pytest_sglang.simulator import tokenizer
-from pytest_sglang.simulator.front import lora, vocab
-from pytest_sglang.simulator.images import multimodal, reader as image_input
-from pytest_sglang.simulator.model import answer, grammar
-from pytest_sglang.simulator.model.answer import Ask
-from pytest_sglang.simulator.model.grammar import Constraint, ConstraintError
-from pytest_sglang.simulator.images.reader import ImageRefused
-from pytest_sglang.simulator.images.multimodal import Prepared
-from pytest_sglang.simulator.front.openai.features import MAX_N
 from pytest_sglang.simulator.failures.production import with_template
-from pytest_sglang.simulator.scheduling.request import Request
+from pytest_sglang.simulator.front import lora, vocab
+from pytest_sglang.simulator.front.openai.features import MAX_N
 from pytest_sglang.simulator.front.respond import (
     SAMPLING_TYPES,
     SSE_HEADERS,
@@ -33,9 +26,17 @@ from pytest_sglang.simulator.front.respond import (
     run,
     stops,
 )
+from pytest_sglang.simulator.images import multimodal
+from pytest_sglang.simulator.images import reader as image_input
+from pytest_sglang.simulator.images.multimodal import Prepared
+from pytest_sglang.simulator.images.reader import ImageRefused
+from pytest_sglang.simulator.model import answer, grammar
+from pytest_sglang.simulator.model.answer import Ask
+from pytest_sglang.simulator.model.grammar import Constraint, ConstraintError
 from pytest_sglang.simulator.model.serving import sample_key, sampled, serving
-from pytest_sglang.simulator.state import State
 from pytest_sglang.simulator.model.streams import DONE, NativeEmitter, NativeOptions, dumps, native_object
+from pytest_sglang.simulator.scheduling.request import Request
+from pytest_sglang.simulator.state import State
 
 __all__ = ["generate"]
 

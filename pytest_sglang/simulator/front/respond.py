@@ -10,10 +10,10 @@ from typing import Any
 from aiohttp import web
 
 from pytest_sglang.simulator.disagg import node as pd
+from pytest_sglang.simulator.model.streams import collect, dumps
 from pytest_sglang.simulator.scheduling.request import EmitFn, Request
 from pytest_sglang.simulator.scheduling.sink import Sink
 from pytest_sglang.simulator.state import State
-from pytest_sglang.simulator.model.streams import collect, dumps
 
 SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8"}
 JSON_HEADERS = {"Content-Type": "application/json"}  # FastAPI's JSONResponse: no charset parameter

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from pytest_sglang.sglang.args import LaunchArgs, add_sglang_arguments, namespace_to_launch_args
 from pytest_sglang.simulator.config import SimOptions
 from pytest_sglang.simulator.failures.faults import PHASES, check_fault
+from pytest_sglang.simulator.images.vision import add_vision_argument
 from pytest_sglang.simulator.launch.hostalloc import add_host_alloc_argument
 from pytest_sglang.simulator.launch.jitter import add_jitter_arguments
 from pytest_sglang.simulator.scheduling.profiles import PROFILES
-from pytest_sglang.simulator.images.vision import add_vision_argument
 
 
 def _vocab_size(text: str) -> int:

@@ -13,8 +13,8 @@ from functools import lru_cache
 from pytest_sglang.sglang import planner
 from pytest_sglang.sglang.args import parse_launch_args, read_flags
 from pytest_sglang.sglang.hostmem import HostMemory
-from pytest_sglang.simulator.scheduling import profiles
 from pytest_sglang.simulator.launch.cli import build_parser
+from pytest_sglang.simulator.scheduling import profiles
 
 
 @dataclass(frozen=True)

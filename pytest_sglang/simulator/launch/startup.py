@@ -19,9 +19,9 @@ from pytest_sglang.sglang import hostmem
 from pytest_sglang.sglang.hostmem import GB, GiB
 from pytest_sglang.simulator.config import SimConfig
 from pytest_sglang.simulator.launch.hostalloc import allocate_host_pools
-from pytest_sglang.simulator.logs import Logger
 from pytest_sglang.simulator.launch.nodes import Node
 from pytest_sglang.simulator.launch.payloads import DECODE_GRAPH_BS, graph_memory_gb, server_args
+from pytest_sglang.simulator.logs import Logger
 
 #: Where tracebacks say SGLang is installed (the official image's site-packages).
 SITE_PACKAGES = "/usr/local/lib/python3.12/dist-packages"

@@ -16,8 +16,8 @@ from fractions import Fraction
 from typing import Any
 
 from pytest_sglang.images import COLOURS
-from pytest_sglang.simulator.model import arithmetic, reasoning, toolcalls
 from pytest_sglang.simulator.failures.faults import Faults
+from pytest_sglang.simulator.model import arithmetic, reasoning, toolcalls
 from pytest_sglang.simulator.model.schema_instance import dumps, violate
 from pytest_sglang.simulator.model.script import Script
 from pytest_sglang.simulator.model.serving import Parsers

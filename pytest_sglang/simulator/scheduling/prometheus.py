@@ -1,4 +1,7 @@
-"""Writing Prometheus text: label sets and families (shared by :mod:`~pytest_sglang.simulator.front.metrics` and :mod:`~pytest_sglang.simulator.front.metrics_extra`)."""
+"""Writing Prometheus text: label sets and families.
+
+Shared by :mod:`...front.metrics`, :mod:`...front.metrics_extra` and :mod:`...disagg.metrics`.
+"""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ What 0.5.23 reports, read against its code:
 * ``/server_info`` ``internal_states[i].avg_spec_accept_length``: accepted tokens / verify steps since
   the start.
 
-Faults (:mod:`~pytest_sglang.simulator.failures.production`): ``spec-collapse`` accepts no draft (length 1.00, each step still
+Faults (:mod:`..failures.production`): ``spec-collapse`` accepts no draft (length 1.00, each step still
 pays for the drafts); ``spec-slow`` keeps the acceptance but makes each step cost as much as the
 tokens it yields (no speedup); ``spec-decay-after:TOKENS`` accepts each draft with probability
 :data:`LOW_ACCEPT_P` once the request's context (prompt + generated) passes TOKENS; ``spec-rank-low:K``
@@ -32,10 +32,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_sglang.simulator.config import SimConfig
 from pytest_sglang.simulator.scheduling.request import Request
 
-__all__ = ["ALGORITHMS", "Speculation", "from_config", "meta_fields", "server_info_fields"]
+__all__ = ["ALGORITHMS", "Speculation", "meta_fields", "server_info_fields"]
 
 #: Per-draft acceptance probability of each algorithm on the simulated model.
 ALGORITHMS = {"EAGLE": 0.7, "EAGLE3": 0.8, "NEXTN": 0.75, "STANDALONE": 0.6, "NGRAM": 0.45}
@@ -146,30 +145,6 @@ class Speculation:
         if verifies:
             self.last_length = tokens / verifies
             self.last_rate = correct / (verifies * self.drafts) if self.drafts else 0.0
-
-
-def _int(value: object, default: int) -> int:
-    try:
-        return int(str(value)) if value is not None else default
-    except ValueError:
-        return default
-
-
-def from_config(cfg: SimConfig) -> Speculation | None:
-    """The speculation of this launch (None without ``--speculative-algorithm``)."""
-    extra = cfg.args.passthrough
-    algorithm = str(extra.get("speculative_algorithm") or "").upper()
-    if not algorithm:
-        return None
-    steps = _int(extra.get("speculative_num_steps"), 0 if algorithm == "NGRAM" else 3)
-    topk = _int(extra.get("speculative_eagle_topk"), 10 if algorithm == "NGRAM" else 1)
-    # 0.5.23 with topk 1: num_draft_tokens = num_steps + 1 unless given
-    draft = _int(extra.get("speculative_num_draft_tokens"), steps + 1 if algorithm != "NGRAM" else 4)
-    faults = cfg.faults.production
-    p = 0.0 if faults.spec_collapse else ALGORITHMS.get(algorithm, 0.6)
-    return Speculation(algorithm, steps, topk, max(1, draft), p, slow=faults.spec_slow,
-                       decay_after=faults.spec_decay_after, low_rank=faults.spec_rank_low, dp_size=cfg.args.dp_size,
-                       rng=random.Random(cfg.random_seed))
 
 
 def meta_fields(req: Request, completion_tokens: int) -> dict[str, Any]:

@@ -12,8 +12,8 @@ import pytest
 
 from pytest_sglang.sglang import metrics_text
 from pytest_sglang.simulator.failures.faults import check_fault
-from pytest_sglang.simulator.launch.leak import Leak
 from pytest_sglang.simulator.failures.production import ProductionFaults, parse_production_faults
+from pytest_sglang.simulator.launch.leak import Leak
 from tests.conftest import SimFactory
 
 

@@ -7,9 +7,9 @@ import argparse
 import httpx
 import pytest
 
-from pytest_sglang.simulator.launch.cli import parse
 from pytest_sglang.simulator.failures.faults import check_fault
 from pytest_sglang.simulator.failures.production import parse_production_faults
+from pytest_sglang.simulator.launch.cli import parse
 from tests.conftest import SimFactory
 
 

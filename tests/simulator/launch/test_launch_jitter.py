@@ -7,9 +7,9 @@ import statistics
 
 import pytest
 
-from pytest_sglang.simulator.launch import cli
 from pytest_sglang.simulator.config import resolve
 from pytest_sglang.simulator.failures.faults import parse_faults
+from pytest_sglang.simulator.launch import cli
 from pytest_sglang.simulator.launch.jitter import jittered, launch_factor
 from pytest_sglang.simulator.logs import Logger
 from pytest_sglang.simulator.scheduling.profiles import get_profile

@@ -6,11 +6,11 @@ import pytest
 
 from pytest_sglang.sglang import hostmem
 from pytest_sglang.sglang.hostmem import GB
-from pytest_sglang.simulator.launch import plan as sim_plan
-from pytest_sglang.simulator.scheduling import profiles
-from pytest_sglang.simulator.launch.cli import parse
 from pytest_sglang.simulator.config import resolve
 from pytest_sglang.simulator.failures.faults import parse_faults
+from pytest_sglang.simulator.launch import plan as sim_plan
+from pytest_sglang.simulator.launch.cli import parse
+from pytest_sglang.simulator.scheduling import profiles
 
 
 def _cfg(*argv: str):  # type: ignore[no-untyped-def]

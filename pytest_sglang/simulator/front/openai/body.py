@@ -1,7 +1,7 @@
 """Non-streaming OpenAI bodies (``n`` choices) and what every OpenAI response shares.
 
 A finished engine request becomes one choice: its text split by the server's parsers into
-``content``, ``reasoning_content`` and ``tool_calls`` (see :mod:`~pytest_sglang.simulator.model.script`), its ``finish_reason``
+``content``, ``reasoning_content`` and ``tool_calls`` (see :mod:`...model.script`), its ``finish_reason``
 (``tool_calls`` when a call was parsed and the model stopped), and its logprobs when asked for.
 ``usage`` counts the prompt once and the completion tokens of every choice, as 0.5.23 does.
 """
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_sglang.simulator.model import logprobs
-from pytest_sglang.simulator.scheduling.request import Request
 from pytest_sglang.simulator.model.script import CONTENT, REASONING, TOOL_ARGS, Script
+from pytest_sglang.simulator.scheduling.request import Request
 
 __all__ = ["ChoiceOptions", "Parts", "finish", "openai_object", "parts", "usage"]
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_sglang.simulator.front.respond import OPENAI_TYPES, InvalidField, check_types, field, stops
 from pytest_sglang.simulator.model import grammar, reasoning, toolcalls
 from pytest_sglang.simulator.model.answer import Ask
 from pytest_sglang.simulator.model.grammar import Constraint, ConstraintError
-from pytest_sglang.simulator.front.respond import OPENAI_TYPES, InvalidField, check_types, field, stops
 from pytest_sglang.simulator.model.serving import sampled
 
 __all__ = ["OpenAIOptions", "RequestError", "read_options"]

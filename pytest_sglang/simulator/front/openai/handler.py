@@ -10,16 +10,11 @@ from typing import Any
 from aiohttp import web
 
 from pytest_sglang.simulator import tokenizer
+from pytest_sglang.simulator.failures.production import with_template
 from pytest_sglang.simulator.front import lora, vocab
-from pytest_sglang.simulator.images import multimodal, reader as image_input
-from pytest_sglang.simulator.model import answer, grammar
-from pytest_sglang.simulator.model.grammar import ConstraintError
-from pytest_sglang.simulator.images.reader import ImageRefused
-from pytest_sglang.simulator.images.multimodal import Prepared
 from pytest_sglang.simulator.front.openai.body import ChoiceOptions, openai_object
 from pytest_sglang.simulator.front.openai.features import OpenAIOptions, RequestError, read_options
 from pytest_sglang.simulator.front.openai.stream import ChoiceGroup, OpenAIEmitter
-from pytest_sglang.simulator.failures.production import with_template
 from pytest_sglang.simulator.front.respond import (
     SSE_HEADERS,
     BadRequest,
@@ -31,6 +26,12 @@ from pytest_sglang.simulator.front.respond import (
     stops,
     stream_error,
 )
+from pytest_sglang.simulator.images import multimodal
+from pytest_sglang.simulator.images import reader as image_input
+from pytest_sglang.simulator.images.multimodal import Prepared
+from pytest_sglang.simulator.images.reader import ImageRefused
+from pytest_sglang.simulator.model import answer, grammar
+from pytest_sglang.simulator.model.grammar import ConstraintError
 from pytest_sglang.simulator.model.serving import Serving, sample_key, serving
 from pytest_sglang.simulator.state import State
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_sglang.simulator.model import logprobs
 from pytest_sglang.simulator.front.openai.body import ChoiceOptions, Parts, finish, output_rows, parts, usage
-from pytest_sglang.simulator.scheduling.request import Request
+from pytest_sglang.simulator.model import logprobs
 from pytest_sglang.simulator.model.script import CONTENT, REASONING, TOOL_ARGS, TOOL_HEAD
 from pytest_sglang.simulator.model.streams import DONE, dumps
+from pytest_sglang.simulator.scheduling.request import Request
 
 __all__ = ["ChoiceGroup", "OpenAIEmitter"]
 
