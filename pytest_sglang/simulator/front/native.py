@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeGuard
 
 from aiohttp import web
 
@@ -80,8 +80,9 @@ def _native_prompts(body: dict[str, Any]) -> tuple[list[list[int]], list[str], b
     """(token ids of every prompt, their texts ("" for ids), whether the request is a batch)."""
     ids = field(body, "input_ids", "list")
     if ids is not None:
-        if ids and all(isinstance(one, list) and _all_ints(one) for one in ids):
-            return [list(one) for one in ids], [""] * len(ids), True
+        rows = [one for one in ids if _all_ints(one)]
+        if ids and len(rows) == len(ids):
+            return [list(one) for one in rows], [""] * len(ids), True
         if not _all_ints(ids):
             raise InvalidField("input_ids", ids, "list")
         return [list(ids)], [""], False
@@ -93,8 +94,8 @@ def _native_prompts(body: dict[str, Any]) -> tuple[list[list[int]], list[str], b
     return [tokenizer.encode(str(text))], [str(text)], False
 
 
-def _all_ints(values: list[Any]) -> bool:
-    return all(isinstance(i, int) and not isinstance(i, bool) for i in values)
+def _all_ints(values: object) -> TypeGuard[list[int]]:
+    return isinstance(values, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in values)
 
 
 def _int_param(sp: dict[str, Any], name: str, low: int) -> int | None:
@@ -359,7 +360,7 @@ async def generate(state: State, request: web.Request) -> web.StreamResponse:
             opts=opts,
         )
 
-    def body(reqs: list[Request]) -> Any:
+    def body(reqs: list[Request]) -> object:
         objs = [native_object(r, metrics=metrics, opts=opts) for r in reqs]
         return objs if req.many else objs[0]
 

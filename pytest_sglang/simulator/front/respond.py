@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, overload
 
 from aiohttp import web
 
+from pytest_sglang.jsontypes import JSONObject, JSONValue
 from pytest_sglang.simulator.disagg import node as pd
 from pytest_sglang.simulator.model.streams import collect, dumps
 from pytest_sglang.simulator.scheduling.request import EmitFn, Request
@@ -19,7 +20,7 @@ SSE_HEADERS = {"Content-Type": "text/event-stream; charset=utf-8"}
 JSON_HEADERS = {"Content-Type": "application/json"}  # FastAPI's JSONResponse: no charset parameter
 
 
-def json_response(body: Any, status: int = 200) -> web.Response:
+def json_response(body: object, status: int = 200) -> web.Response:
     return web.Response(body=dumps(body).encode(), status=status, headers=JSON_HEADERS)
 
 
@@ -39,7 +40,7 @@ def stream_error(message: str) -> bytes:
 class InvalidField(ValueError):
     """A request field of the wrong type; ``str()`` is pydantic's message as 0.5.23 returns it."""
 
-    def __init__(self, field: str, value: Any, expected: str) -> None:
+    def __init__(self, field: str, value: object, expected: str) -> None:
         kind = {"integer": "int_type", "list": "list_type", "object": "dict_type", "boolean": "bool_type",
                 "number": "float_type"}.get(expected, "string_type")  # fmt: skip
         super().__init__(
@@ -59,7 +60,21 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def field(body: dict[str, Any], name: str, expected: str) -> Any:
+@overload
+def field(body: JSONObject, name: str, expected: Literal["integer"]) -> int | None: ...
+@overload
+def field(body: JSONObject, name: str, expected: Literal["number"]) -> float | None: ...
+@overload
+def field(body: JSONObject, name: str, expected: Literal["boolean"]) -> bool | None: ...
+@overload
+def field(body: JSONObject, name: str, expected: Literal["list"]) -> list[JSONValue] | None: ...
+@overload
+def field(body: JSONObject, name: str, expected: Literal["object"]) -> JSONObject | None: ...
+@overload
+def field(body: JSONObject, name: str, expected: Literal["string"]) -> str | None: ...
+@overload
+def field(body: JSONObject, name: str, expected: str) -> JSONValue: ...
+def field(body: JSONObject, name: str, expected: str) -> JSONValue:
     """``body[name]`` (None when absent) if it has the ``expected`` JSON type, else :class:`InvalidField`."""
     value = body.get(name)
     if value is None:
@@ -97,19 +112,19 @@ SAMPLING_TYPES = {
 }
 
 
-def check_types(body: dict[str, Any], types: dict[str, str]) -> None:
+def check_types(body: JSONObject, types: dict[str, str]) -> None:
     for name, expected in types.items():
         field(body, name, expected)
 
 
-def stops(value: Any) -> list[str]:
+def stops(value: object) -> list[str]:
     """``stop``: a string or a list of strings (else :class:`InvalidField`)."""
     if value is None:
         return []
     if isinstance(value, str):
         return [value]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return list(value)
+        return [v for v in value if isinstance(v, str)]
     raise InvalidField("stop", value, "string")
 
 

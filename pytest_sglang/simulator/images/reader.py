@@ -77,7 +77,7 @@ def chat_image_sources(messages: Sequence[Any]) -> list[str]:
     return out
 
 
-def native_image_sources(image_data: Any) -> list[str]:
+def native_image_sources(image_data: object) -> list[str]:
     """``/generate``'s ``image_data``: one string or a list of strings (ValueError otherwise)."""
     if image_data is None or image_data == []:
         return []
@@ -85,7 +85,7 @@ def native_image_sources(image_data: Any) -> list[str]:
     if not all(isinstance(i, str) for i in items):
         raise ValueError("image_data must be a string or a list of strings (data: URLs or base64), "
                          f"got {type(image_data).__name__}")
-    return list(items)
+    return [i for i in items if isinstance(i, str)]
 
 
 def _bytes_of(index: int, source: str) -> bytes:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import mmap
 from collections.abc import Callable
-from typing import Any, Protocol
 
 _CHUNK = 1 << 20
 #: The mappings stay referenced for the life of the process (SGLang's pools live as long as the server).
@@ -26,13 +25,8 @@ def _scale(text: str) -> float:
     return value
 
 
-class _Adds(Protocol):
-    """An ArgumentParser or one of its argument groups."""
 
-    def add_argument(self, *names: str, **kwargs: Any) -> Any: ...
-
-
-def add_host_alloc_argument(parser: _Adds) -> None:
+def add_host_alloc_argument(parser: argparse._ArgumentGroup) -> None:
     parser.add_argument(
         "--sim-host-alloc-scale",
         type=_scale,

@@ -16,18 +16,12 @@ import argparse
 import math
 import random
 from dataclasses import replace
-from typing import Any, Protocol
 
 from pytest_sglang.simulator.scheduling.profiles import Speed
 
 #: Beyond this the "speed factor" is no longer a small boot-to-boot variation (a CV of 1 is 100 %).
 MAX_CV = 0.5
 
-
-class _Adds(Protocol):
-    """An ArgumentParser or one of its argument groups."""
-
-    def add_argument(self, *names: str, **kwargs: Any) -> Any: ...
 
 
 def _cv(text: str) -> float:
@@ -52,7 +46,7 @@ def _seed(text: str) -> int:
     return value
 
 
-def add_jitter_arguments(parser: _Adds) -> None:
+def add_jitter_arguments(parser: argparse._ArgumentGroup) -> None:
     parser.add_argument("--sim-launch-jitter", type=_cv, default=0.0, metavar="CV",
                         help="each launch draws one speed factor with this coefficient of variation "
                         "(0.03: real GPUs across boots; 0 = off)")

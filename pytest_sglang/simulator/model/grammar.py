@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pytest_sglang.jsontypes import JSONValue
 from pytest_sglang.simulator.model import schema_instance
 from pytest_sglang.simulator.model.ebnf_instance import ebnf_instance
 from pytest_sglang.simulator.model.regex_instance import GrammarError, regex_instance
@@ -52,7 +53,7 @@ class Constraint:
             return {}
         return value if isinstance(value, dict) else {}
 
-    def answer(self, value: Any) -> tuple[str, Any]:
+    def answer(self, value: JSONValue) -> tuple[str, JSONValue]:
         """How :class:`~pytest_sglang.simulator.model.answer.Ask` carries the compiled instance."""
         return ("json" if self.kind == "json" else "text", value)
 
@@ -131,7 +132,7 @@ def check_response_format(body: dict[str, Any]) -> str | None:
     return f"{len(errors)} validation errors:\n  " + "\n  ".join(errors)
 
 
-def compile_instance(constraint: Constraint, backend: str | None) -> Any:
+def compile_instance(constraint: Constraint, backend: str | None) -> JSONValue:
     """The model's output under ``constraint``: the JSON value (kind json) or the text.
 
     Raises :class:`ConstraintError` with 0.5.23's text when the grammar does not compile.
@@ -150,7 +151,7 @@ def compile_instance(constraint: Constraint, backend: str | None) -> Any:
     raise ConstraintError("Failed to compile structural_tag grammar: the simulator does not model structural tags")
 
 
-def _json_value(source: str) -> Any:
+def _json_value(source: str) -> JSONValue:
     try:
         schema = json.loads(source)
     except json.JSONDecodeError as exc:

@@ -12,6 +12,7 @@ import json
 import zlib
 from typing import Any
 
+from pytest_sglang.jsontypes import JSONObject, JSONValue
 from pytest_sglang.simulator.model.regex_instance import regex_instance
 
 __all__ = ["check_supported", "instance", "violate"]
@@ -94,7 +95,7 @@ def _subschemas(schema: Any, pointer: str = "#") -> list[tuple[dict[str, Any], s
     return out
 
 
-def check_supported(schema: Any) -> str | None:
+def check_supported(schema: object) -> str | None:
     """The 0.5.23 xgrammar error for ``schema`` (without the ``Failed to compile`` prefix), or None."""
     for sub, pointer in _subschemas(schema):
         bad = sorted(XGRAMMAR_UNSUPPORTED.intersection(sub))
@@ -138,15 +139,17 @@ class _Builder:
             return node if isinstance(node, dict) else {}
         return schema
 
-    def build(self, schema: Any, name: str, depth: int) -> Any:
+    def build(self, schema: object, name: str, depth: int) -> JSONValue:
         self.nodes += 1
         if not isinstance(schema, dict) or depth > _MAX_DEPTH or self.nodes > _MAX_NODES:
             return None if schema is False else {}
         schema = self.resolve(schema)
         if "const" in schema:
-            return schema["const"]
+            const: JSONValue = schema["const"]
+            return const
         if schema.get("enum"):
-            return schema["enum"][0]
+            first: JSONValue = schema["enum"][0]
+            return first
         for key in ("anyOf", "oneOf"):
             if schema.get(key):
                 return self.build(schema[key][0], name, depth + 1)
@@ -207,15 +210,16 @@ class _Builder:
         return None
 
 
-def instance(schema: dict[str, Any]) -> Any:
+def instance(schema: JSONObject) -> JSONValue:
     """One instance valid against ``schema`` (types, required, enum/const, bounds, $ref, anyOf...)."""
     return _Builder(schema).build(schema, "value", 0)
 
 
-def violate(schema: dict[str, Any], value: Any) -> Any:
+def violate(schema: JSONObject, value: JSONValue) -> JSONValue:
     """``value`` made invalid against ``schema`` (the ``json-schema-violation`` fault), still JSON."""
     if isinstance(value, dict):
-        required = [str(k) for k in schema.get("required") or [] if k in value]
+        listed = schema.get("required")
+        required = [str(k) for k in (listed if isinstance(listed, list) else []) if k in value]
         if required:
             return {k: v for k, v in value.items() if k != required[0]}
         return {**value, "_unexpected": [1]} if schema.get("additionalProperties") is False else []
@@ -226,6 +230,6 @@ def violate(schema: dict[str, Any], value: Any) -> Any:
     return 12345
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     """How the constrained model spells JSON: xgrammar's default separators (``", "``, ``": "``)."""
     return json.dumps(value, ensure_ascii=False)

@@ -21,7 +21,7 @@ DISPATCH_S = 0.0008
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def dumps(obj: Any) -> str:
+def dumps(obj: object) -> str:
     return _dumps(obj)
 
 

@@ -61,14 +61,14 @@ def _function(tool: Any) -> dict[str, Any] | None:
     return None
 
 
-def forced(tool_choice: Any) -> bool:
+def forced(tool_choice: object) -> bool:
     """``tool_choice`` "required" or a named function: the output must be a call."""
     return tool_choice == "required" or isinstance(tool_choice, dict)
 
 
-def chosen_tool(tools: Any, tool_choice: Any, prompt: str) -> dict[str, Any] | None:
+def chosen_tool(tools: object, tool_choice: object, prompt: str) -> dict[str, Any] | None:
     """The function the model calls (``{"name", "parameters"...}``), or None when it answers in text."""
-    functions = [fn for fn in (_function(t) for t in tools or []) if fn is not None]
+    functions = [fn for fn in (_function(t) for t in (tools if isinstance(tools, list) else [])) if fn is not None]
     if not functions or tool_choice == "none":
         return None
     if isinstance(tool_choice, dict):

@@ -26,7 +26,7 @@ class Trace:
         if self._file is not None:
             self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
 
-    def event(self, name: str, **extra: Any) -> None:
+    def event(self, name: str, **extra: object) -> None:
         perf = time.perf_counter()
         self._write({"event": name, "time": perf + self._offset, "perf": perf, **extra})
 
