@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, replace
-from typing import Any, TypeGuard
+from dataclasses import replace
+from typing import Any
 
 from aiohttp import web
 
-from pytest_sglang.simulator import tokenizer
 from pytest_sglang.simulator.failures.production import with_template
 from pytest_sglang.simulator.front import lora, vocab
-from pytest_sglang.simulator.front.openai.features import MAX_N
+from pytest_sglang.simulator.front.native_request import NativeRequest, read_native
 from pytest_sglang.simulator.front.respond import (
-    SAMPLING_TYPES,
     SSE_HEADERS,
     BadRequest,
-    InvalidField,
-    check_types,
     fault_error,
-    field,
     json_response,
     length_error,
-    read_json,
     run,
     stops,
 )
@@ -32,82 +26,13 @@ from pytest_sglang.simulator.images.multimodal import Prepared
 from pytest_sglang.simulator.images.reader import ImageRefused
 from pytest_sglang.simulator.model import answer, grammar
 from pytest_sglang.simulator.model.answer import Ask
-from pytest_sglang.simulator.model.grammar import Constraint, ConstraintError
+from pytest_sglang.simulator.model.grammar import ConstraintError
 from pytest_sglang.simulator.model.serving import sample_key, sampled, serving
 from pytest_sglang.simulator.model.streams import DONE, NativeEmitter, NativeOptions, dumps, native_object
 from pytest_sglang.simulator.scheduling.request import Request
 from pytest_sglang.simulator.state import State
 
 __all__ = ["generate"]
-
-SAMPLING_KEYS = (
-    "max_new_tokens",
-    "stop",
-    "stop_token_ids",
-    "stop_regex",
-    "temperature",
-    "top_p",
-    "top_k",
-    "min_p",
-    "min_new_tokens",
-    "ignore_eos",
-    "n",
-    "frequency_penalty",
-    "presence_penalty",
-    "repetition_penalty",
-    "json_schema",
-    "regex",
-    "ebnf",
-    "structural_tag",
-    "skip_special_tokens",
-    "spaces_between_special_tokens",
-    "no_stop_trim",
-    "stream_interval",
-    "logit_bias",
-    "sampling_seed",
-    "custom_params",
-    "beam_width",
-    "watermark",
-    "choice",
-)
-
-
-def _native_error(message: str) -> BadRequest:
-    return BadRequest(json_response({"error": {"message": message}}, 400))
-
-
-def _native_prompts(body: dict[str, Any]) -> tuple[list[list[int]], list[str], bool]:
-    """(token ids of every prompt, their texts ("" for ids), whether the request is a batch)."""
-    ids = field(body, "input_ids", "list")
-    if ids is not None:
-        rows = [one for one in ids if _all_ints(one)]
-        if ids and len(rows) == len(ids):
-            return [list(one) for one in rows], [""] * len(ids), True
-        if not _all_ints(ids):
-            raise InvalidField("input_ids", ids, "list")
-        return [list(ids)], [""], False
-    text = body.get("text")
-    if text is None:
-        raise _native_error("Either text, input_ids or input_embeds should be provided.")
-    if isinstance(text, list):
-        return [tokenizer.encode(str(t)) for t in text], [str(t) for t in text], True
-    return [tokenizer.encode(str(text))], [str(text)], False
-
-
-def _all_ints(values: object) -> TypeGuard[list[int]]:
-    return isinstance(values, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in values)
-
-
-def _int_param(sp: dict[str, Any], name: str, low: int) -> int | None:
-    """An integer sampling parameter checked like SGLang's SamplingParams.verify()."""
-    value = sp.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _native_error(f"{name} must be an integer, got {value!r}.")
-    if value < low:
-        raise _native_error(f"{name} must be at least {low}, got {value}.")
-    return value
 
 
 def _rids(body: dict[str, Any], n: int) -> list[str]:
@@ -119,15 +44,7 @@ def _rids(body: dict[str, Any], n: int) -> list[str]:
     return [uuid.uuid4().hex for _ in range(n)]
 
 
-def _logprob(body: dict[str, Any]) -> tuple[int, int, bool] | None:
-    """``return_logprob``'s (logprob_start_len, top_logprobs_num, return_text_in_logprobs), or None."""
-    start, top = field(body, "logprob_start_len", "integer"), field(body, "top_logprobs_num", "integer")
-    if not body.get("return_logprob"):
-        return None
-    return (-1 if start is None else start, top or 0, bool(body.get("return_text_in_logprobs")))
-
-
-def _native_options(state: State, req: _Native) -> NativeOptions:
+def _native_options(state: State, req: NativeRequest) -> NativeOptions:
     faults = state.cfg.faults
     return NativeOptions(
         logprob=req.logprob, lp_drift=faults.cache_logprob_drift, usage_extra=int(faults.usage_off_by_one)
@@ -153,55 +70,7 @@ def _compile_abort(rid: str, prompt_tokens: int, message: str) -> bytes:
     return b"data: " + dumps({"text": "", "output_ids": [], "meta_info": meta}).encode() + b"\n\n" + DONE
 
 
-@dataclass(frozen=True)
-class _Native:
-    """A /generate request, read and checked."""
-
-    body: dict[str, Any]
-    sp: dict[str, Any]
-    prompts: list[list[int]]
-    texts: list[str]
-    batch: bool
-    max_new: int | None
-    n: int
-    constraint: Constraint | None
-    logprob: tuple[int, int, bool] | None
-
-    @property
-    def many(self) -> bool:
-        """Answered as a list (streamed with ``index``): a batch of prompts or ``n`` > 1."""
-        return self.batch or self.n > 1
-
-
-async def _read(request: web.Request) -> _Native:
-    body = await read_json(request)
-    try:
-        return _check(body)
-    except InvalidField as exc:
-        raise _native_error(str(exc)) from None
-
-
-def _check(body: dict[str, Any]) -> _Native:
-    prompts, texts, batch = _native_prompts(body)
-    sp = field(body, "sampling_params", "object") or {}
-    check_types(sp, SAMPLING_TYPES)
-    stops(sp.get("stop"))
-    _int_param(sp, "stream_interval", 1)
-    unknown = [k for k in sp if k not in SAMPLING_KEYS]
-    if unknown:
-        expected = ", ".join(f"`{k}`" for k in SAMPLING_KEYS)
-        raise BadRequest(json_response({"error": f"unknown field `{unknown[0]}`, expected one of {expected}"}, 400))
-    max_new, n = _int_param(sp, "max_new_tokens", 0), _int_param(sp, "n", 1) or 1
-    if n * len(prompts) > MAX_N:
-        raise _native_error(f"n x prompts must be at most {MAX_N} (the simulator's bound on one request), got {n}.")
-    try:
-        constraint = grammar.from_native(sp)
-    except ConstraintError as exc:
-        raise _native_error(str(exc)) from None
-    return _Native(body, sp, prompts, texts, batch, max_new, n, constraint, _logprob(body))
-
-
-def _image_sources(body: dict[str, Any], req: _Native) -> list[list[str]]:
+def _image_sources(body: dict[str, Any], req: NativeRequest) -> list[list[str]]:
     """Each prompt's ``image_data`` (a batch gives one entry per prompt); ValueError: malformed."""
     data = body.get("image_data")
     if data is None:
@@ -214,7 +83,7 @@ def _image_sources(body: dict[str, Any], req: _Native) -> list[list[str]]:
     return [image_input.native_image_sources(one) for one in data]
 
 
-async def _with_images(state: State, req: _Native) -> tuple[_Native, list[Prepared | None]]:
+async def _with_images(state: State, req: NativeRequest) -> tuple[NativeRequest, list[Prepared | None]]:
     """The prompts with their images' tokens (ImageRefused / ValueError: 0.5.23's refusal).
 
     A text-only model ignores ``image_data``: 0.5.23 runs no multimodal processor for it.
@@ -245,7 +114,7 @@ async def _with_images(state: State, req: _Native) -> tuple[_Native, list[Prepar
 
 
 def _requests(
-    state: State, req: _Native, base: Ask, opts: NativeOptions, images: list[Prepared | None]
+    state: State, req: NativeRequest, base: Ask, opts: NativeOptions, images: list[Prepared | None]
 ) -> list[dict[str, Any]]:
     """The engine requests: every prompt ``n`` times, each with its answer and sampling key."""
     srv, sp, faults = serving(state), req.sp, state.cfg.faults
@@ -291,7 +160,7 @@ def _pinned_rank(body: dict[str, Any]) -> int | None:
     return rank if isinstance(rank, int) and not isinstance(rank, bool) else None
 
 
-async def _compile_error(request: web.Request, req: _Native, message: str) -> web.StreamResponse:
+async def _compile_error(request: web.Request, req: NativeRequest, message: str) -> web.StreamResponse:
     if not req.body.get("stream"):
         return json_response({"error": {"message": message}}, 400)
     resp = web.StreamResponse(status=200, headers=SSE_HEADERS)
@@ -300,7 +169,7 @@ async def _compile_error(request: web.Request, req: _Native, message: str) -> we
     return resp
 
 
-async def _value_error(request: web.Request, req: _Native, message: str) -> web.StreamResponse:
+async def _value_error(request: web.Request, req: NativeRequest, message: str) -> web.StreamResponse:
     """The tokenizer manager's ValueError: a 400, or in a stream one error event and [DONE] (http_server.py)."""
     if not req.body.get("stream"):
         return json_response({"error": {"message": message}}, 400)
@@ -313,7 +182,7 @@ async def _value_error(request: web.Request, req: _Native, message: str) -> web.
 
 async def generate(state: State, request: web.Request) -> web.StreamResponse:
     try:
-        req = await _read(request)
+        req = await read_native(request)
     except BadRequest as exc:
         return exc.response
     refused = lora.refusal(state.cfg.args, lora.from_native(req.body))
