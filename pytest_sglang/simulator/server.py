@@ -22,7 +22,8 @@ from pytest_sglang.simulator.launch.jitter import jittered, launch_factor
 from pytest_sglang.simulator.launch.leak import run_leak
 from pytest_sglang.simulator.launch.nodes import Node
 from pytest_sglang.simulator.launch.ranks import Rendezvous
-from pytest_sglang.simulator.launch.startup import SITE_PACKAGES, Startup, fault, oom_kill
+from pytest_sglang.simulator.launch.schedulers import SITE_PACKAGES, fault, oom_kill
+from pytest_sglang.simulator.launch.startup import Startup
 from pytest_sglang.simulator.logs import Logger
 from pytest_sglang.simulator.model.streams import collect
 from pytest_sglang.simulator.scheduling.engine import Engine

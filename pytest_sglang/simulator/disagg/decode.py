@@ -29,7 +29,7 @@ from pytest_sglang.simulator.disagg.errors import (
 from pytest_sglang.simulator.disagg.metrics import PDStats
 from pytest_sglang.simulator.disagg.transfer import KVClient, Unreachable
 from pytest_sglang.simulator.failures.pd import PDFaults
-from pytest_sglang.simulator.launch.startup import scheduler_exception
+from pytest_sglang.simulator.launch.schedulers import scheduler_exception
 from pytest_sglang.simulator.logs import Logger
 from pytest_sglang.simulator.scheduling.request import Request
 

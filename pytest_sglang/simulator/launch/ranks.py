@@ -33,7 +33,7 @@ from typing import BinaryIO, NoReturn
 from aiohttp import web
 
 from pytest_sglang.simulator.launch.nodes import Node
-from pytest_sglang.simulator.launch.startup import SITE_PACKAGES, scheduler_exception
+from pytest_sglang.simulator.launch.schedulers import SITE_PACKAGES, scheduler_exception
 from pytest_sglang.simulator.logs import Logger
 from pytest_sglang.sockets import free_port
 

@@ -1,5 +1,7 @@
 """The startup phases before the port opens, with SGLang 0.5.23's own log lines (reference §9).
 
+The scheduler processes' log prefixes and their deaths (crash, OOM kill, hang) are :mod:`.schedulers`.
+
 Phases run synchronously: like SGLang, nothing listens until they are done. Durations are the
 profile's simulated seconds x ``--sim-time-scale``; the returned dict holds the simulated (unscaled)
 seconds per phase, which /server_info reports as ``startup_time``.
@@ -8,12 +10,8 @@ seconds per phase, which /server_info reports as ``startup_time``.
 from __future__ import annotations
 
 import functools
-import os
-import signal
-import sys
 import time
 from collections.abc import Callable
-from typing import NoReturn
 
 from pytest_sglang.sglang import hostmem
 from pytest_sglang.sglang.hostmem import GB, GiB
@@ -21,103 +19,8 @@ from pytest_sglang.simulator.config import SimConfig
 from pytest_sglang.simulator.launch.hostalloc import allocate_host_pools
 from pytest_sglang.simulator.launch.nodes import Node
 from pytest_sglang.simulator.launch.payloads import DECODE_GRAPH_BS, graph_memory_gb, server_args
+from pytest_sglang.simulator.launch.schedulers import fault, oom_kill, ranks, scheduler_exception, schedulers
 from pytest_sglang.simulator.logs import Logger
-
-#: Where tracebacks say SGLang is installed (the official image's site-packages).
-SITE_PACKAGES = "/usr/local/lib/python3.12/dist-packages"
-_TRACEBACK = """Traceback (most recent call last):
-  File "{root}/sglang/srt/managers/scheduler.py", line 3106, in run_scheduler_process
-    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)
-  File "{root}/sglang/srt/managers/scheduler.py", line 412, in __init__
-    self.init_model_worker()
-  File "{where}", line {line}, in {func}
-    {stmt}
-{error}
-"""
-
-
-def ranks(cfg: SimConfig) -> list[str]:
-    """Log prefixes of every scheduler process (``TP3``, ``PP1 TP3``, ``DP1``...).
-
-    0.5.23 names a dimension only when it has more than one rank: a single-GPU server's scheduler
-    lines carry no prefix at all (``[2026-12-02 16:43:57] Load weight begin...``).
-    """
-    return [label for label, _ in _schedulers(cfg)]
-
-
-def _schedulers(cfg: SimConfig) -> list[tuple[str, int]]:
-    """(log prefix, tp rank) of each scheduler on this node (with --nnodes, this node's share only)."""
-    a = cfg.args
-    local = Node.from_args(a).schedulers()
-    out = []
-    for dp in range(a.dp_size):
-        for pp, tp in local:
-            dims = (("DP", dp, a.dp_size), ("PP", pp, a.pp_size), ("TP", tp, a.tp_size))
-            out.append((" ".join(f"{name}{i}" for name, i, n in dims if n > 1), tp))
-    return out
-
-
-def scheduler_exception(
-    log: Logger,
-    error: str,
-    *,
-    where: str = "sglang/srt/model_executor/model_runner.py",
-    func: str = "load_model",
-    stmt: str = "self.model = get_model(...)",
-    kill_tree: bool = True,
-    rank: str = "TP0",
-) -> NoReturn:
-    """Print SGLang's block when a scheduler raises during startup, then die like 0.5.23.
-
-    Like 0.5.23, the launcher kills its
-    own process tree, itself included, so the exit status is -9 (SIGKILL). ``kill_tree=False`` exits 1
-    instead (the documented contract of ``--sim-fault crash-at``).
-    """
-    path = f"{SITE_PACKAGES}/{where}"
-    log.always(
-        "Scheduler hit an exception: "
-        + _TRACEBACK.format(root=SITE_PACKAGES, where=path, line=871, func=func, stmt=stmt, error=error),
-        rank=rank,
-    )
-    log.always("Received sigquit from a child process. It usually means the child failed.")
-    if not kill_tree:
-        sys.exit(1)
-    log.always(f"kill_process_tree called: parent_pid={os.getpid()}, include_parent=True, pid={os.getpid()}")
-    sys.stderr.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
-    raise SystemExit(137)  # not reached
-
-
-def oom_kill(log: Logger, rank: int = 0) -> NoReturn:
-    """The kernel's OOM killer took a scheduler: SGLang's line, then the whole tree dies by SIGKILL."""
-    log.always(
-        f"Rank {rank} scheduler died during initialization (exit code: -9). If exit code is -9 "
-        "(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check."
-    )
-    sys.stderr.flush()
-    os.kill(os.getpid(), signal.SIGKILL)
-    raise SystemExit(137)  # not reached
-
-
-def hang(log: Logger, phase: str) -> NoReturn:
-    while True:  # a stuck NCCL init / weight download: nothing more happens
-        time.sleep(3600)
-
-
-def fault(cfg: SimConfig, log: Logger, phase: str) -> None:
-    """Trigger the ``--sim-fault`` configured for ``phase`` (crash-at / oom-kill-at / hang-at)."""
-    kind = cfg.faults.at(phase)
-    if kind == "crash-at":
-        scheduler_exception(
-            log,
-            f"RuntimeError: simulated crash during startup phase {phase!r} (--sim-fault crash-at:{phase})",
-            kill_tree=False,
-            rank=ranks(cfg)[0],
-        )
-    elif kind == "oom-kill-at":
-        oom_kill(log)
-    elif kind == "hang-at":
-        hang(log, phase)
 
 
 class Startup:
@@ -252,7 +155,7 @@ class Startup:
 
     def summary(self) -> None:
         cfg = self.cfg
-        for rank in (label for label, tp in _schedulers(cfg) if tp == 0):  # scheduler.py: tp_rank == 0 only
+        for rank in (label for label, tp in schedulers(cfg) if tp == 0):  # scheduler.py: tp_rank == 0 only
             self.log.info(
                 f"max_total_num_tokens={cfg.max_total_num_tokens}, chunked_prefill_size="
                 f"{cfg.chunked_prefill_size}, max_prefill_tokens={cfg.args.max_prefill_tokens}, "
