@@ -19,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from pytest_sglang.jsontypes import JSONObject
 from pytest_sglang.simulator.disagg.config import FAKE_BOOTSTRAP_HOST, PDConfig, overlay_server_info, resolve_pd
 from pytest_sglang.simulator.disagg.decode import DecodeSide
 from pytest_sglang.simulator.disagg.errors import Failure, error_response, missing_room, stream_error
@@ -36,7 +37,7 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def bootstrap_fields(body: dict[str, Any], n: int) -> tuple[list[int | None], str | None, object]:
+def bootstrap_fields(body: JSONObject, n: int) -> tuple[list[int | None], str | None, object]:
     """Each engine request's room, and the bootstrap host and port (0.5.23's ``_normalize_bootstrap_params``)."""
     room, host, port = body.get("bootstrap_room"), body.get("bootstrap_host"), body.get("bootstrap_port")
     if isinstance(room, list):
@@ -154,11 +155,11 @@ def node_of(request: web.Request) -> PDNode | None:
     return request.app.get(PD_NODE)
 
 
-def annotate_server_info(state: State, body: dict[str, Any]) -> None:
+def annotate_server_info(state: State, body: JSONObject) -> None:
     overlay_server_info(resolve_pd(state.cfg.args), state.cfg.args, body)
 
 
-def annotate_model_info(state: State, body: dict[str, Any]) -> dict[str, Any]:
+def annotate_model_info(state: State, body: JSONObject) -> JSONObject:
     pd = resolve_pd(state.cfg.args)
     if pd.enabled:
         body["disaggregation_mode"] = pd.mode
@@ -173,7 +174,7 @@ def metrics_text(app: web.Application, text: str) -> str:
     return merge(text, node.pd.mode, node.stats, node.state.cfg.served_model_name)
 
 
-def loads_disaggregation(request: web.Request) -> dict[str, Any] | None:
+def loads_disaggregation(request: web.Request) -> JSONObject | None:
     """The ``disaggregation`` section of ``GET /v1/loads`` (0.5.23's ``DisaggregationMetrics``), None if not PD."""
     node = node_of(request)
     if node is None:

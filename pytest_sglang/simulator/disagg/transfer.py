@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from pytest_sglang.jsontypes import JSONObject
 from pytest_sglang.simulator.disagg.config import PDConfig
 
 KV_PATH = "/sim/kv/{room}"
@@ -57,7 +58,7 @@ class RoomStore:
             entry = self.rooms[room] = Room(room)
         return entry
 
-    def conclude(self, room: int, *, kv: dict[str, Any] | None = None, failure: str | None = None) -> None:
+    def conclude(self, room: int, *, kv: JSONObject | None = None, failure: str | None = None) -> None:
         entry = self.get(room)
         entry.kv, entry.failure = kv, failure
         entry.concluded.set()
@@ -71,7 +72,7 @@ class RoomStore:
             del self.rooms[key]
 
 
-def prefill_info(pd: PDConfig, *, tp_size: int, dp_size: int, pp_size: int, http_port: int) -> dict[str, Any]:
+def prefill_info(pd: PDConfig, *, tp_size: int, dp_size: int, pp_size: int, http_port: int) -> JSONObject:
     """``GET /route`` with every rank -1: 0.5.23's ``PrefillServerInfo`` the decode side checks."""
     return {
         "attn_tp_size": tp_size,
@@ -88,7 +89,7 @@ def prefill_info(pd: PDConfig, *, tp_size: int, dp_size: int, pp_size: int, http
     }
 
 
-def bootstrap_app(store: RoomStore, info: dict[str, Any], max_wait_s: float) -> web.Application:
+def bootstrap_app(store: RoomStore, info: JSONObject, max_wait_s: float) -> web.Application:
     """The prefill's bootstrap server: ``/health``, ``/route`` and the simulator's KV route.
 
     ``POST /sim/kv/{room}`` ``{"decode": "host:port", "wait_s": S}`` registers the decode worker
@@ -152,7 +153,7 @@ class KVClient:
         if self._session is not None:
             await self._session.close()
 
-    async def parallel_info(self, addr: str) -> dict[str, Any]:
+    async def parallel_info(self, addr: str) -> JSONObject:
         """0.5.23's ``try_ensure_parallel_info``: one GET, cached per bootstrap address."""
         if addr in self.info:
             return self.info[addr]

@@ -9,8 +9,7 @@ the base model: the simulator has no adapter weights to tell them apart.
 
 from __future__ import annotations
 
-from typing import Any
-
+from pytest_sglang.jsontypes import JSONObject
 from pytest_sglang.sglang.args import LaunchArgs
 
 
@@ -22,7 +21,7 @@ def from_model(model: object, served_model_name: str) -> str | None:
     return rest.strip() or None
 
 
-def from_native(body: dict[str, Any]) -> str | None:
+def from_native(body: JSONObject) -> str | None:
     """The first adapter named in a native request's ``lora_path`` (a name, or one per prompt)."""
     value = body.get("lora_path")
     if isinstance(value, list):

@@ -10,6 +10,7 @@ from typing import Any, TypeGuard
 
 from aiohttp import web
 
+from pytest_sglang.jsontypes import JSONObject
 from pytest_sglang.simulator import tokenizer
 from pytest_sglang.simulator.front.openai.features import MAX_N
 from pytest_sglang.simulator.front.respond import (
@@ -133,7 +134,7 @@ async def read_native(request: web.Request) -> NativeRequest:
         raise native_error(str(exc)) from None
 
 
-def check_native(body: dict[str, Any]) -> NativeRequest:
+def check_native(body: JSONObject) -> NativeRequest:
     prompts, texts, batch = _native_prompts(body)
     sp = field(body, "sampling_params", "object") or {}
     check_types(sp, SAMPLING_TYPES)

@@ -146,7 +146,7 @@ def _json_error(exc: json.JSONDecodeError | UnicodeDecodeError, path: str) -> st
     return f"1 validation error:\n  {err}\n\n  POST {path} [{err}]"
 
 
-async def read_json(request: web.Request) -> dict[str, Any]:
+async def read_json(request: web.Request) -> JSONObject:
     try:
         body = await request.json(loads=json.loads)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -188,7 +188,7 @@ async def run(
     kwargs_list: list[dict[str, Any]],
     stream: bool,
     make_emit: Callable[[Request, int], EmitFn],
-    body_fn: Callable[[list[Request]], Any],
+    body_fn: Callable[[list[Request]], object],
     *,
     tail: bytes | None = None,
 ) -> web.StreamResponse:

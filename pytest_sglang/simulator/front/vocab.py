@@ -8,8 +8,8 @@ an id past the embedding table kills the server (a 401-token model died on rando
 from __future__ import annotations
 
 import os
-from typing import Any
 
+from pytest_sglang.jsontypes import JSONObject
 from pytest_sglang.simulator.state import State
 
 #: Without ``--sim-vocab-size``: the simulator's tokenizer's ids (prompt ids are then not checked).
@@ -21,7 +21,7 @@ def vocab_size(state: State) -> int:
     return state.cfg.sim.vocab_size or DEFAULT_VOCAB_SIZE
 
 
-def logprob_ids_error(state: State, body: dict[str, Any]) -> str | None:
+def logprob_ids_error(state: State, body: JSONObject) -> str | None:
     """0.5.23's message for a ``token_ids_logprob`` id outside the vocabulary, or None."""
     ids = body.get("token_ids_logprob")
     if not isinstance(ids, list):

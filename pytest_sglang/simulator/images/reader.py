@@ -19,11 +19,11 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
 from pytest_sglang.images import dominant_colour
+from pytest_sglang.jsontypes import JSONValue
 from pytest_sglang.sglang.vision import Grid, Processor
 
 #: Pixels the simulator decodes to see an image's colour (16 MP: 4k fits; ~50 MB of RGB at most).
@@ -58,7 +58,7 @@ def _refused(index: int, source: str, why: str) -> ImageRefused:
                         f"Error while loading data {shown}: {why}")
 
 
-def chat_image_sources(messages: Sequence[Any]) -> list[str]:
+def chat_image_sources(messages: Sequence[JSONValue]) -> list[str]:
     """The ``image_url`` of every image part of the messages, in order (BadRequest-worthy: ValueError)."""
     out: list[str] = []
     for msg in messages:

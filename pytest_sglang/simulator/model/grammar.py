@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from pytest_sglang.jsontypes import JSONValue
+from pytest_sglang.jsontypes import JSONObject, JSONValue
 from pytest_sglang.simulator.model import schema_instance
 from pytest_sglang.simulator.model.ebnf_instance import ebnf_instance
 from pytest_sglang.simulator.model.regex_instance import GrammarError, regex_instance
@@ -43,7 +43,7 @@ class Constraint:
     source: str  # the schema as JSON text, the regex or the EBNF grammar
 
     @property
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JSONObject:
         """The JSON schema of a json constraint ({} for other kinds or a schema that is not an object)."""
         if self.kind != "json":
             return {}
@@ -72,7 +72,7 @@ _NATIVE_KEYS: tuple[tuple[str, Kind], ...] = (
 )
 
 
-def from_native(sampling_params: dict[str, Any]) -> Constraint | None:
+def from_native(sampling_params: JSONObject) -> Constraint | None:
     """The constraint of a /generate ``sampling_params`` (None when unconstrained)."""
     found: list[Constraint] = []
     for key, kind in _NATIVE_KEYS:
@@ -82,7 +82,7 @@ def from_native(sampling_params: dict[str, Any]) -> Constraint | None:
     return _one(found)
 
 
-def from_openai(body: dict[str, Any]) -> Constraint | None:
+def from_openai(body: JSONObject) -> Constraint | None:
     """The constraint of an OpenAI request: ``response_format`` plus the ``regex``/``ebnf`` extras."""
     found: list[Constraint] = []
     fmt = body.get("response_format")
@@ -103,7 +103,7 @@ def from_openai(body: dict[str, Any]) -> Constraint | None:
     return _one(found)
 
 
-def check_response_format(body: dict[str, Any]) -> str | None:
+def check_response_format(body: JSONObject) -> str | None:
     """0.5.23's pydantic refusal of a ``response_format`` type it does not know (e.g. "regex"), or None."""
     fmt = body.get("response_format")
     if not isinstance(fmt, dict) or fmt.get("type") in ("text", "json_object", "json_schema", "structural_tag"):

@@ -18,6 +18,7 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_sglang.jsontypes import JSONObject
 from pytest_sglang.simulator import tokenizer
 
 __all__ = ["chat_logprobs", "completion_logprobs", "native_logprobs", "scored"]
@@ -72,7 +73,7 @@ def native_logprobs(
     top: int,
     with_text: bool,
     shift: float,
-) -> dict[str, Any]:
+) -> JSONObject:
     """The logprob fields of a /generate ``meta_info`` (``return_logprob``), in 0.5.23's key order.
 
     ``start`` is ``logprob_start_len`` (-1: no input logprobs); 0.5.23 reports the first scored
@@ -104,10 +105,10 @@ def native_logprobs(
     return fields
 
 
-def chat_logprobs(rows: list[tuple[float | None, int, str | None, list[tuple[float, int, str]]]]) -> dict[str, Any]:
+def chat_logprobs(rows: list[tuple[float | None, int, str | None, list[tuple[float, int, str]]]]) -> JSONObject:
     """``choices[i].logprobs`` of a chat completion (``logprobs: true``, ``top_logprobs: k``)."""
 
-    def entry(text: str, lp: float | None) -> dict[str, Any]:
+    def entry(text: str, lp: float | None) -> JSONObject:
         return {"token": text, "bytes": list(text.encode()), "logprob": lp}
 
     return {
@@ -119,7 +120,7 @@ def chat_logprobs(rows: list[tuple[float | None, int, str | None, list[tuple[flo
 
 def completion_logprobs(
     rows: list[tuple[float | None, int, str | None, list[tuple[float, int, str]]]],
-) -> dict[str, Any]:
+) -> JSONObject:
     """``choices[i].logprobs`` of a completion (``logprobs: k``); 0.5.23 sends text_offset -1."""
     return {
         "text_offset": [-1] * len(rows),

@@ -10,8 +10,7 @@ tags and moves the thoughts to ``reasoning_content``, batch and stream.
 
 from __future__ import annotations
 
-from typing import Any
-
+from pytest_sglang.jsontypes import JSONObject
 from pytest_sglang.simulator.model.script import CONTENT, MARKUP, REASONING, Script
 
 __all__ = ["add_thinking", "thinks"]
@@ -19,7 +18,7 @@ __all__ = ["add_thinking", "thinks"]
 _THOUGHT = "Let me work through the question step by step before I answer."
 
 
-def thinks(body: dict[str, Any], reasoning_parser: str | None) -> bool:
+def thinks(body: JSONObject, reasoning_parser: str | None) -> bool:
     """Whether the model thinks before answering this chat request."""
     kwargs = body.get("chat_template_kwargs")
     if isinstance(kwargs, dict):

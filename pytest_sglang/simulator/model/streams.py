@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_sglang.jsontypes import JSONObject
 from pytest_sglang.simulator.model import logprobs
 from pytest_sglang.simulator.scheduling import speculative
 from pytest_sglang.simulator.scheduling.request import Request
@@ -63,7 +64,7 @@ class NativeOptions:
     usage_extra: int = 0
 
 
-def logprob_fields(req: Request, opts: NativeOptions) -> dict[str, Any]:
+def logprob_fields(req: Request, opts: NativeOptions) -> JSONObject:
     """The ``meta_info`` logprob fields of ``req`` so far (empty when not requested)."""
     if opts.logprob is None:
         return {}

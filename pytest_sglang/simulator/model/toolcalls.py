@@ -25,6 +25,7 @@ import re
 import uuid
 from typing import Any
 
+from pytest_sglang.jsontypes import JSONObject
 from pytest_sglang.simulator.model.schema_instance import instance
 from pytest_sglang.simulator.model.script import CONTENT, MARKUP, TOOL_ARGS, TOOL_HEAD, Script, ToolCallSpec
 
@@ -66,7 +67,7 @@ def forced(tool_choice: object) -> bool:
     return tool_choice == "required" or isinstance(tool_choice, dict)
 
 
-def chosen_tool(tools: object, tool_choice: object, prompt: str) -> dict[str, Any] | None:
+def chosen_tool(tools: object, tool_choice: object, prompt: str) -> JSONObject | None:
     """The function the model calls (``{"name", "parameters"...}``), or None when it answers in text."""
     functions = [fn for fn in (_function(t) for t in (tools if isinstance(tools, list) else [])) if fn is not None]
     if not functions or tool_choice == "none":
@@ -77,7 +78,7 @@ def chosen_tool(tools: object, tool_choice: object, prompt: str) -> dict[str, An
         return next((fn for fn in functions if fn["name"] == wanted), functions[0])
     words = set(re.findall(r"[a-z0-9]+", prompt[-2000:].lower()))
 
-    def mentions(fn: dict[str, Any]) -> int:  # "weather in Paris?" mentions get_weather
+    def mentions(fn: JSONObject) -> int:  # "weather in Paris?" mentions get_weather
         return sum(len(part) > 3 and part in words for part in re.split(r"[^a-z0-9]+", str(fn["name"]).lower()))
 
     return max(functions, key=mentions)  # the first offered on a tie
@@ -89,7 +90,7 @@ def _call_id(parser: str | None, name: str) -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-def add_call(script: Script, fn: dict[str, Any], *, parser: str | None, parsed: bool, required: bool) -> None:
+def add_call(script: Script, fn: JSONObject, *, parser: str | None, parsed: bool, required: bool) -> None:
     """Append the model's call of ``fn``; ``parsed``: the server turns it into ``tool_calls``."""
     name = str(fn["name"])
     params = fn.get("parameters")

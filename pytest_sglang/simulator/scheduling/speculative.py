@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
 
+from pytest_sglang.jsontypes import JSONObject
 from pytest_sglang.simulator.scheduling.request import Request
 
 __all__ = ["ALGORITHMS", "Speculation", "meta_fields", "server_info_fields"]
@@ -147,7 +147,7 @@ class Speculation:
             self.last_rate = correct / (verifies * self.drafts) if self.drafts else 0.0
 
 
-def meta_fields(req: Request, completion_tokens: int) -> dict[str, Any]:
+def meta_fields(req: Request, completion_tokens: int) -> JSONObject:
     """The finished request's ``meta_info`` speculative fields (none before its first verify step)."""
     counters = req.extra.get(_KEY)
     if not isinstance(counters, _Counters) or counters.verify_ct <= 0:
@@ -165,7 +165,7 @@ def meta_fields(req: Request, completion_tokens: int) -> dict[str, Any]:
     }
 
 
-def server_info_fields(spec: Speculation, rank: int) -> dict[str, Any]:
+def server_info_fields(spec: Speculation, rank: int) -> JSONObject:
     """``internal_states[rank]`` fields: that rank's average since the start (absent before its first verify)."""
     verifies, tokens = spec.per_rank.get(rank, (0, 0))
     if verifies <= 0:

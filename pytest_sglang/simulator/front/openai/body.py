@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_sglang.jsontypes import JSONObject, JSONValue
 from pytest_sglang.simulator.model import logprobs
 from pytest_sglang.simulator.model.script import CONTENT, REASONING, TOOL_ARGS, Script
 from pytest_sglang.simulator.scheduling.request import Request
@@ -85,7 +86,7 @@ def parts(req: Request, script: Script | None) -> Parts:
     return Parts("".join(content), "".join(thought) or None, calls)
 
 
-def finish(req: Request, got: Parts, *, empty: bool) -> tuple[str, Any]:
+def finish(req: Request, got: Parts, *, empty: bool) -> tuple[str, JSONValue]:
     """(finish_reason, matched_stop) of an OpenAI choice."""
     assert req.finish is not None
     kind = req.finish["type"]
@@ -98,7 +99,7 @@ def finish(req: Request, got: Parts, *, empty: bool) -> tuple[str, Any]:
     return "stop", req.finish.get("matched")
 
 
-def usage(choices: list[tuple[Request, ChoiceOptions]], *, cache_report: bool) -> dict[str, Any]:
+def usage(choices: list[tuple[Request, ChoiceOptions]], *, cache_report: bool) -> JSONObject:
     first = choices[0][0]
     p = len(first.prompt_ids)
     c = sum(len(r.out_ids) + o.usage_extra for r, o in choices)
@@ -134,7 +135,7 @@ def _choice(index: int, req: Request, opts: ChoiceOptions, *, chat: bool) -> dic
 
 def openai_object(
     choices: list[tuple[Request, ChoiceOptions]], *, chat: bool, model: str, created: int, cache_report: bool
-) -> dict[str, Any]:
+) -> JSONObject:
     first = choices[0][0]
     n = len(first.out_ids)
     return {

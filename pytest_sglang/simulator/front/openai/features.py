@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_sglang.jsontypes import JSONObject
 from pytest_sglang.simulator.front.respond import OPENAI_TYPES, InvalidField, check_types, field, stops
 from pytest_sglang.simulator.model import grammar, reasoning, toolcalls
 from pytest_sglang.simulator.model.answer import Ask
@@ -99,7 +100,7 @@ def _top_logprobs(body: dict[str, Any], chat: bool) -> int | None:
     return None if value is None else int(value)
 
 
-def read_options(body: dict[str, Any], *, chat: bool, prompt: str, reasoning_parser: str | None) -> OpenAIOptions:
+def read_options(body: JSONObject, *, chat: bool, prompt: str, reasoning_parser: str | None) -> OpenAIOptions:
     """The request's options; raises :class:`RequestError` with 0.5.23's message and type."""
     try:
         return _read(body, chat=chat, prompt=prompt, reasoning_parser=reasoning_parser)
