@@ -243,7 +243,7 @@ class ProcessRunner:
 class SimulatorRunner(ProcessRunner):
     """``<python> -m pytest_sglang.simulator ARGS``: same lifecycle, simulated host for preflight.
 
-    The ``--sim-*`` flags are read by the simulator's own parser (:func:`simulator.plan.simulator_flags`).
+    The ``--sim-*`` flags are read by the simulator's own parser (:func:`simulator.launch.plan.simulator_flags`).
     """
 
     name = "simulator"
