@@ -4,7 +4,11 @@
 ``python -m sglang.launch_server`` (same flags, log lines, endpoints and payloads) without a GPU.
 
 This module holds only the light :class:`Simulator` launcher; the server itself (aiohttp) is
-imported only in the subprocess.
+imported only in the subprocess. Its folders, top to bottom (each imports only those below it; the
+import-linter contracts in pyproject.toml hold the order): ``server.py`` (the composition root),
+``front/`` (HTTP), ``disagg/`` (prefill-decode), ``launch/`` and ``model/`` (start-up; what the model
+writes), ``state.py``, ``config.py``, ``failures/`` and ``images/``, ``scheduling/`` (the engine), and
+the leaves ``logs.py`` and ``tokenizer.py``.
 """
 
 from __future__ import annotations
