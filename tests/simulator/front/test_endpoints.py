@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import SimFactory
 
-CAPTURES = Path(__file__).parents[2] / "fixtures" / "captures-0.5.23"
+CAPTURES = Path(__file__).parents[3] / "fixtures" / "captures-0.5.23"
 
 
 def recorded(name: str) -> Any:
