@@ -1,3 +1,4 @@
+# 318 lines: LaunchArgs and the one parser that builds it; the display helpers (display_*) are the part to split out.
 """SGLang 0.5.23 launch arguments, read once and the way SGLang reads them: :func:`parse_launch_args`.
 
 One argv, one parser: argparse over every option of 0.5.23's own launch parser
