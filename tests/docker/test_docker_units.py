@@ -11,7 +11,7 @@ from pytest_sglang.errors import ConfigError, DockerError
 from pytest_sglang.server.config import DockerOptions, LaunchConfig
 from pytest_sglang.server.docker import engine as docker_engine
 from pytest_sglang.server.docker.container import ContainerExit
-from pytest_sglang.server.docker.options import (
+from pytest_sglang.server.options.docker import (
     DEFAULT_IMAGE,
     IMAGE_HF_CACHE,
     format_size,
