@@ -22,7 +22,7 @@ import pytest
 
 from pytest_sglang.errors import SGLangError
 from pytest_sglang.gates.registry import DOCS_URL, GATES, GATES_BY_MARKER, GateContext
-from pytest_sglang.plugin.keys import RESULTS_KEY
+from pytest_sglang.plugin.results import RESULTS_KEY
 
 if TYPE_CHECKING:
     from pytest_sglang.gates.base import GateOutcome
