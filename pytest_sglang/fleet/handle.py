@@ -15,7 +15,6 @@ import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -25,15 +24,13 @@ import httpx
 from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError, ServerUnavailable, SGLangError
 from pytest_sglang.fleet.discovery import Discovery, GatewayFlavor, Readiness, WorkerEntry, discover, parse_readiness
+from pytest_sglang.fleet.front import GatewayFront
+from pytest_sglang.jsontypes import JSONObject
 from pytest_sglang.server.base import DEFAULT_GRACE_S, ExitStatus, RunningProcess
-from pytest_sglang.server.client import MAX_BODY_BYTES, as_server_url, deadline_in, make_client
+from pytest_sglang.server.client import as_server_url, deadline_in, make_client
 from pytest_sglang.server.handle import SGLangServer
 from pytest_sglang.server.members import Handle
-from pytest_sglang.server.phases import StartupReport
-from pytest_sglang.server.probe import HEALTH_PROBE_TIMEOUT_S
-from pytest_sglang.server.url import ServerURL
 from pytest_sglang.sglang import metrics_text as promtext
-from pytest_sglang.sglang.args import LaunchArgs
 
 if TYPE_CHECKING:
     from pytest_sglang.server.config import LaunchConfig
@@ -125,15 +122,19 @@ class WorkerHandle:
         except SGLangError as exc:
             return f"GET /metrics failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The worker's row for reports (credentials in the gateway's URL masked)."""
         return {"index": self.index, "url": self.shown_url, "role": self.role, "healthy": self.entry.is_healthy,
                 "reachable": self.reachable, "unreachable": self.unreachable, "model_id": self.entry.model_id}
 
 
 @dataclass
-class SGLangFleet:
-    """A gateway (``gateway``: its URL is what ``sglang_server`` serves) and its workers."""
+class SGLangFleet(GatewayFront):
+    """A gateway (``gateway``: its URL is what ``sglang_server`` serves) and its workers.
+
+    The handle's shape it shares with a server (``url``, ``client()``, ``health()``...) comes from
+    :class:`~pytest_sglang.fleet.front.GatewayFront`, written once; this class adds the workers.
+    """
 
     gateway: SGLangServer
     flavor: GatewayFlavor
@@ -149,11 +150,6 @@ class SGLangFleet:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
-    def mode(self) -> str:
-        """``attach`` or the runner that launched the workers."""
-        return self.gateway.mode
-
-    @property
     def launched(self) -> bool:
         """True when pytest-sglang started the workers (kill/restart allowed)."""
         return self.restarter is not None
@@ -167,78 +163,6 @@ class SGLangFleet:
     def describe(self) -> str:
         """The :func:`repr` text without its angle brackets (for messages, as a server's handle)."""
         return repr(self)[1:-1]
-
-    # The handle's shape, served by the gateway: what SGLangServer answers, so gates take either.
-    @property
-    def url(self) -> str:
-        """The gateway's clean base URL (what the load and the acceptance suite talk to)."""
-        return self.gateway.url
-
-    @property
-    def server_url(self) -> ServerURL:
-        """The gateway's parsed address (``str()`` masks a password)."""
-        return self.gateway.server_url
-
-    @property
-    def api_key(self) -> str | None:
-        """The key the gateway and the workers take (never printed)."""
-        return self.gateway.api_key
-
-    @property
-    def validate(self) -> str:
-        """How the workers' ``/server_info`` is validated."""
-        return self.gateway.validate
-
-    @property
-    def config(self) -> LaunchConfig | None:
-        """The workers' launch config (None when attached)."""
-        return self.gateway.config
-
-    @property
-    def launch_args(self) -> LaunchArgs | None:
-        """The workers' launch args (None when attached)."""
-        return self.gateway.launch_args
-
-    @property
-    def process(self) -> RunningProcess | None:
-        """The launched gateway's process (None when attached)."""
-        return self.gateway.process
-
-    @property
-    def startup(self) -> StartupReport | None:
-        """The fleet's start (workers, then the gateway), when launched."""
-        return self.gateway.startup
-
-    @property
-    def log_path(self) -> Path | None:
-        """The launched gateway's log file (each worker has its own: ``worker(i).server.log_path``)."""
-        return self.gateway.log_path
-
-    @property
-    def initial_info(self) -> dict[str, Any] | None:
-        """None: a gateway has no ``/server_info`` of its own (each worker's is read by the gates)."""
-        return None
-
-    def client(self, *, timeout: httpx.Timeout | float | None = None, headers: dict[str, str] | None = None,
-               max_body_bytes: int | None = MAX_BODY_BYTES) -> httpx.Client:
-        """A new client bound to the gateway, authenticated, bodies capped (caller closes it)."""
-        return self.gateway.client(timeout=timeout, headers=headers, max_body_bytes=max_body_bytes)
-
-    def health(self, timeout_s: float = HEALTH_PROBE_TIMEOUT_S) -> int:
-        """The status code of the gateway's ``GET /health``."""
-        return self.gateway.health(timeout_s)
-
-    def metrics(self) -> dict[str, list[promtext.Sample]]:
-        """``/metrics`` on the gateway's address, parsed (each worker's: ``worker(i).metrics()``)."""
-        return self.gateway.metrics()
-
-    def log_tail(self, n: int = 30) -> list[str]:
-        """The last ``n`` lines of the launched gateway's log, secrets masked (empty when attached)."""
-        return self.gateway.log_tail(n)
-
-    def exit_status(self) -> ExitStatus | None:
-        """How the launched gateway ended (None while running or when attached)."""
-        return self.gateway.exit_status()
 
     def __enter__(self) -> SGLangFleet:
         """Return the fleet; leaving the block stops it."""

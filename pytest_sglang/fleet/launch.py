@@ -11,21 +11,16 @@ fleet is ready when the gateway says so and lists every worker healthy.
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_sglang import defaults, redaction
+from pytest_sglang import defaults
 from pytest_sglang.errors import (
     ConfigError,
     LaunchConfigError,
     PreflightError,
-    ServerExited,
-    ServerStartError,
-    SGLangError,
 )
 from pytest_sglang.fleet.devices import device_blocks_for
 from pytest_sglang.fleet.discovery import Role
@@ -42,8 +37,8 @@ from pytest_sglang.fleet.handle import SGLangFleet, WorkerHandle
 from pytest_sglang.fleet.probe import probe_workers
 from pytest_sglang.fleet.progress import FleetProgress
 from pytest_sglang.fleet.readiness import GatewayTarget, gateway_client_key, wait_gateway_ready
+from pytest_sglang.fleet.spawn import WorkerPlan, start_workers, stop_all
 from pytest_sglang.server import cleanup, preflight
-from pytest_sglang.server.base import RunningProcess
 from pytest_sglang.server.config import LaunchConfig, connect_host, server_url
 from pytest_sglang.server.handle import SGLangServer
 from pytest_sglang.server.phases import PhaseSpan, StartupReport
@@ -53,10 +48,8 @@ from pytest_sglang.server.url import parse_server_url
 from pytest_sglang.sglang.hostmem import GB
 from pytest_sglang.sockets import free_port
 
-__all__ = ["FleetSpec", "WorkerPlan", "launch_fleet"]
+__all__ = ["FleetSpec", "launch_fleet"]
 
-#: Seconds between SIGTERM and SIGKILL for the other workers when a fleet start is abandoned.
-ABORT_GRACE_S = 2.0
 
 
 def _error(name: str, value: object, problem: str, fix: str) -> LaunchConfigError:
@@ -121,26 +114,6 @@ class FleetSpec:
         return prefill + decode + regular
 
 
-@dataclass(frozen=True)
-class WorkerPlan:
-    """One worker to start: its role, its own launch config, its port (and bootstrap port for prefill)."""
-
-    index: int
-    role: Role
-    config: LaunchConfig
-    port: int
-    bootstrap_port: int | None = None
-
-    def name(self) -> str:
-        """``worker 1 (prefill, port 31001)`` for messages."""
-        role = "" if self.role == "regular" else f"{self.role}, "
-        return f"worker {self.index} ({role}port {self.port})"
-
-
-class _Aborted(ServerStartError):
-    """This worker's start was abandoned because another part of the fleet failed."""
-
-
 def _worker_config(config: LaunchConfig, block: tuple[str, ...] | None) -> LaunchConfig:
     if block is None:
         return config
@@ -191,7 +164,7 @@ def launch_fleet(config: LaunchConfig, spec: FleetSpec, progress: FleetProgress 
     # One placement for every worker (Ray: one group, so the strategy spreads them); given back on failure.
     abandon = get_runner(config, None).place_together([p.config for p in plans], started + config.startup_timeout_s)
     try:
-        servers = _start_workers(plans, progress)
+        servers = start_workers(plans, progress)
     except BaseException:
         abandon()
         raise
@@ -199,7 +172,7 @@ def launch_fleet(config: LaunchConfig, spec: FleetSpec, progress: FleetProgress 
     try:
         return _start_gateway(config, spec, command, servers, plans, gateway_port, metrics_port, started, progress)
     except BaseException:
-        _stop_all([s.process for s in servers if s.process is not None])
+        stop_all([s.process for s in servers if s.process is not None])
         abandon()
         raise
 
@@ -245,75 +218,6 @@ def _preflight(config: LaunchConfig, role_configs: list[LaunchConfig], spec: Fle
                                      "workers on this host")
 
 
-def _start_workers(plans: list[WorkerPlan], progress: FleetProgress | None) -> list[SGLangServer]:
-    abort = threading.Event()
-    lock = threading.Lock()
-    procs: list[RunningProcess] = []
-
-    def on_start(proc: RunningProcess) -> None:
-        with lock:
-            procs.append(proc)
-        if abort.is_set():
-            raise _Aborted("fleet start abandoned")
-
-    def one(plan: WorkerPlan) -> SGLangServer:
-        sink = progress.for_worker(plan.index, plan.port, plan.role) if progress is not None else None
-        return launch(plan.config, sink, port=plan.port, on_start=on_start, preflight_done=True)
-
-    def abandon() -> None:
-        abort.set()
-        with lock:
-            started = list(procs)
-        _stop_all(started)  # the other workers' waits see their process gone and end at once
-
-    pool = ThreadPoolExecutor(max_workers=len(plans), thread_name_prefix="sglang-fleet-worker")
-    futures: list[Future[SGLangServer]] = [pool.submit(one, plan) for plan in plans]
-    try:
-        wait(futures, return_when=FIRST_EXCEPTION)
-    except BaseException:  # Ctrl-C while waiting: stop whatever started, then let the interrupt through
-        abandon()
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    failed = next((i for i, f in enumerate(futures) if f.done() and f.exception() is not None), None)
-    if failed is None:
-        pool.shutdown(wait=True)
-        return [f.result() for f in futures]
-    abandon()
-    pool.shutdown(wait=True, cancel_futures=True)
-    _stop_all([p for f in futures if not f.cancelled() and f.exception() is None
-               for p in (f.result().process,) if p is not None])
-    raise _worker_failed(plans[failed], futures[failed].exception(), len(plans))
-
-
-def _worker_failed(plan: WorkerPlan, exc: BaseException | None, total: int) -> SGLangError:
-    text = redaction.scrub(str(exc)) if exc is not None else "unknown error"
-    head = (f"fleet start failed: {plan.name()}, one of {total} workers, did not start; every other process of "
-            "the fleet was stopped.\n")
-    if isinstance(exc, ServerExited):
-        error = ServerExited(head + text)
-        error.exit_status, error.phase, error.fatal_line, error.log_path = (
-            exc.exit_status, exc.phase, exc.fatal_line, exc.log_path)
-        return error
-    if isinstance(exc, SGLangError):
-        return type(exc)(head + text) if isinstance(exc, ServerStartError) else ServerStartError(head + text)
-    return ServerStartError(head + f"{type(exc).__name__}: {text}")
-
-
-def _stop_all(procs: list[RunningProcess]) -> None:
-    """Stop processes in parallel with a short grace (a fleet start is being abandoned)."""
-    def stop(proc: RunningProcess) -> None:
-        try:
-            proc.stop(ABORT_GRACE_S)
-        finally:
-            cleanup.untrack(proc)
-
-    threads = [threading.Thread(target=stop, args=(p,), daemon=True) for p in procs]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-
 def _start_gateway(config: LaunchConfig, spec: FleetSpec, command: GatewayCommand, servers: list[SGLangServer],
                    plans: list[WorkerPlan], port: int, metrics_port: int, started: float,
                    progress: FleetProgress | None) -> SGLangFleet:
@@ -343,7 +247,7 @@ def _start_gateway(config: LaunchConfig, spec: FleetSpec, command: GatewayComman
         handles = probe_workers(discovery, api_key=config.client_api_key, validate=config.validate,
                                 direct=spec.direct, timeout_s=30.0, known={s.url: s for s in servers})
     except BaseException:
-        _stop_all([proc])
+        stop_all([proc])
         raise
     handles = _numbered_as_launched(handles, servers, plans)
     # The fleet's start runs from the first worker's launch to the gateway's readiness (not the gateway's own).

@@ -3,7 +3,8 @@
 A gateway's ``/health`` answers 200 even with no healthy worker (reference §1.3), so it is no
 readiness signal. Ready means ``GET /readiness`` 200, at least ``min_workers`` workers healthy in
 ``GET /workers`` (default: every listed one; for a launch: every launched one, each listed by its URL).
-The loop polls every 0.1 s, so the fixture returns within a moment of the gateway turning ready.
+The loop polls every 0.1 s, so the fixture returns within a moment of the gateway turning ready. It is the
+server's loop (:mod:`pytest_sglang.server.poll`: one deadline, the attach grace); what differs is the probe.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import httpx
-from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
-from tenacity.stop import stop_base
+from tenacity import RetryError, wait_fixed
 
 from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError, ServerExited, ServerNotReady, ServerUnavailable
@@ -22,6 +22,8 @@ from pytest_sglang.fleet.discovery import Discovery, Readiness, parse_readiness,
 from pytest_sglang.server.base import RunningProcess
 from pytest_sglang.server.client import deadline_in, make_client
 from pytest_sglang.server.phases import log_tail
+from pytest_sglang.server.poll import poll
+from pytest_sglang.server.probe import NotReadyYet
 from pytest_sglang.server.progress import format_duration
 from pytest_sglang.server.readiness import excerpt
 from pytest_sglang.server.url import ServerURL
@@ -31,8 +33,6 @@ __all__ = ["GatewayTarget", "gateway_client_key", "wait_gateway_ready"]
 POLL_S = 0.1
 #: How often a waiting launch says what the gateway still lacks.
 HEARTBEAT_S = 15.0
-#: Attach: a gateway that does not answer at all is given this long (it is supposed to be up).
-ATTACH_GRACE_S = 1.0
 _CONNECT_S = 2.0
 _READ_S = 10.0
 #: smg 1.x and sglang-router 0.3.x: the key the gateway demands from its clients (and sends its workers).
@@ -88,37 +88,19 @@ class GatewayTarget:
         return self.process is not None and self.process.exit_status() is not None
 
 
-class _NotYet(Exception):
-    pass
-
-
 class _Refused(Exception):
     """401/403: waiting does not change a key; the wait ends at once."""
 
 
 @dataclass
 class _Seen:
+    deadline: float
     readiness: Readiness | None = None
     discovery: Discovery | None = None
     problem: str = "no answer yet"
-    refused_since: float | None = None
-
-
-class _gateway_exited(stop_base):
-    def __init__(self, target: GatewayTarget) -> None:
-        self.target = target
-
-    def __call__(self, retry_state: object) -> bool:
-        return self.target.exited()
-
-
-class _attach_gives_up(stop_base):
-    def __init__(self, seen: _Seen) -> None:
-        self.seen = seen
-
-    def __call__(self, retry_state: object) -> bool:
-        since = self.seen.refused_since
-        return since is not None and time.monotonic() - since >= ATTACH_GRACE_S
+    #: Since when the gateway does not answer at all (attach gives up after the grace).
+    trouble_since: float | None = None
+    final: bool = False
 
 
 def wait_gateway_ready(target: GatewayTarget, deadline_s: float, *, started: float | None = None,
@@ -128,22 +110,20 @@ def wait_gateway_ready(target: GatewayTarget, deadline_s: float, *, started: flo
     ``say`` hears what is still missing every :data:`HEARTBEAT_S` (a long wait is never silent).
     """
     t0 = time.monotonic() if started is None else started
-    left = max(0.0, t0 + deadline_s - time.monotonic())
-    seen = _Seen()
-    stop = stop_after_delay(left) | _gateway_exited(target)
-    if target.mode == "attach":
-        stop = stop | _attach_gives_up(seen)
-    retrying = Retrying(stop=stop, wait=wait_fixed(POLL_S), retry=retry_if_exception_type(_NotYet), reraise=False)
+    seen = _Seen(deadline=t0 + deadline_s)
     timeout = httpx.Timeout(_READ_S, connect=_CONNECT_S)
     with make_client(target.url, target.api_key, timeout=timeout, trust_env=False) as client:
+        last_said = time.monotonic()
+
+        def probe() -> Discovery:
+            nonlocal last_said
+            if say is not None and time.monotonic() - last_said >= HEARTBEAT_S:
+                last_said = time.monotonic()
+                say(f"waiting for the gateway ({format_duration(last_said - t0)}): {seen.problem}")
+            return _probe(client, target, seen)
+
         try:
-            last_said = time.monotonic()
-            for attempt in retrying:
-                if say is not None and time.monotonic() - last_said >= HEARTBEAT_S:
-                    last_said = time.monotonic()
-                    say(f"waiting for the gateway ({format_duration(last_said - t0)}): {seen.problem}")
-                with attempt:
-                    return _probe(client, target, seen)
+            return poll(probe, seen, exited=target.exited, attach=target.mode == "attach", wait=wait_fixed(POLL_S))
         except RetryError:
             pass
         except _Refused as exc:
@@ -157,10 +137,10 @@ def _probe(client: httpx.Client, target: GatewayTarget, seen: _Seen) -> Discover
         workers = client.get("/workers", extensions=deadline_in(_READ_S))
     except httpx.TransportError as exc:
         seen.problem = f"the gateway does not answer: {type(exc).__name__}: {excerpt(str(exc), 120)}"
-        if seen.refused_since is None:
-            seen.refused_since = time.monotonic()
-        raise _NotYet(seen.problem) from None
-    seen.refused_since = None
+        if seen.trouble_since is None:
+            seen.trouble_since = time.monotonic()
+        raise NotReadyYet(seen.problem) from None
+    seen.trouble_since = None
     for path, response in (("/readiness", answer), ("/workers", workers)):
         if response.status_code in (401, 403):
             raise _Refused(f"GET {path} -> {response.status_code}: {excerpt(response.text, 160)}")
@@ -168,13 +148,13 @@ def _probe(client: httpx.Client, target: GatewayTarget, seen: _Seen) -> Discover
     found = parse_workers(_json(workers)) if workers.status_code == 200 else None
     if found is None:
         seen.problem = f"GET /workers -> {workers.status_code}: not a worker list"
-        raise _NotYet(seen.problem)
+        raise NotReadyYet(seen.problem)
     seen.discovery = found
     refuse_duplicates(found)  # not a state that passes: fail at once, naming both spellings
     problem = _unmet(target, ready, found)
     if problem is not None:
         seen.problem = problem
-        raise _NotYet(problem)
+        raise NotReadyYet(problem)
     return found
 
 

@@ -30,8 +30,9 @@ from pytest_sglang.plugin.fixtures import (  # noqa: F401  (fixtures are found b
     sglang_server_factory,
     sglang_server_info,
 )
-from pytest_sglang.plugin.keys import POOL_KEY, RESULTS_KEY, SETTINGS_KEY
+from pytest_sglang.plugin.keys import POOL_KEY, SETTINGS_KEY
 from pytest_sglang.plugin.markers import _sglang_markers  # noqa: F401  (added to gate-marked tests)
+from pytest_sglang.plugin.results import RESULTS_KEY
 from pytest_sglang.plugin.xdist import is_worker, worker_input
 
 __all__ = ["SETTINGS_KEY", "resolve_settings"]

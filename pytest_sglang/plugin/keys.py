@@ -12,10 +12,8 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_sglang.plugin.pool import ServerPool
-    from pytest_sglang.plugin.results import GateResults  # type only: the contract allows it (pyproject.toml)
     from pytest_sglang.plugin.settings import Settings
 
 SETTINGS_KEY: pytest.StashKey[Settings] = pytest.StashKey()
 POOL_KEY: pytest.StashKey[ServerPool] = pytest.StashKey()
-#: On an item: what its gate markers measured and ``sglang_gate.record()`` added.
-RESULTS_KEY: pytest.StashKey[GateResults] = pytest.StashKey()
+# RESULTS_KEY lives in plugin/results.py, next to the GateResults it holds (no keys <-> results circle).

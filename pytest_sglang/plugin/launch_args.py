@@ -30,12 +30,14 @@ def check_launch(argv: list[str]) -> list[str]:
 
     Returns the lines about flags the recorded 0.5.23 table does not know (a newer SGLang), for the header.
     """
-    from pytest_sglang.sglang.args import check_launch_flags, option_strings, parse_launch_args
+    from pytest_sglang.server.config import read_launch
+    from pytest_sglang.sglang.args import check_launch_flags, option_strings
     from pytest_sglang.simulator.launch.cli import build_parser
 
     refuse_quoted_flags(argv)
-    # The simulator runner takes its own --sim-* flags besides SGLang's.
-    return check_launch_flags(parse_launch_args(argv), also_known=option_strings(build_parser()))
+    # The simulator runner takes its own --sim-* flags besides SGLang's. The launch is read once
+    # (read_launch): the LaunchConfig built from this option later takes the same result.
+    return check_launch_flags(read_launch(argv), also_known=option_strings(build_parser()))
 
 
 def check_gateway(argv: list[str]) -> list[str]:

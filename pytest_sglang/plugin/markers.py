@@ -22,7 +22,7 @@ import pytest
 
 from pytest_sglang.errors import SGLangError
 from pytest_sglang.gates.registry import DOCS_URL, GATES, GATES_BY_MARKER, GateContext
-from pytest_sglang.plugin.keys import RESULTS_KEY
+from pytest_sglang.plugin.results import RESULTS_KEY
 
 if TYPE_CHECKING:
     from pytest_sglang.gates.base import GateOutcome
@@ -141,13 +141,13 @@ def _check_launch_needs(items: list[pytest.Item], problems: dict[str, str]) -> N
 
 def _launch_roles(settings: Settings) -> dict[str, LaunchArgs]:
     """Each worker role's launch args as SGLang will read them (the command's own flags included)."""
-    from pytest_sglang.sglang.args import command_flags, parse_launch_args
+    from pytest_sglang.server.config import read_launch
 
-    base = [*command_flags(settings.sglang_command or ()), *(settings.launch_args or ())]
+    base, command = [*(settings.launch_args or ())], settings.sglang_command or ()
     if settings.sglang_prefill or settings.sglang_decode:
-        return {role: parse_launch_args([*base, *(extra or ())]) for role, extra in
+        return {role: read_launch([*base, *(extra or ())], command) for role, extra in
                 (("prefill", settings.sglang_prefill_launch), ("decode", settings.sglang_decode_launch))}
-    return {"worker" if settings.fleet else "server": parse_launch_args(base)}
+    return {"worker" if settings.fleet else "server": read_launch(base, command)}
 
 
 # ---- measurement (setup) and judgement (call) -----------------------------------------------------

@@ -16,13 +16,12 @@ import pytest
 from pytest_sglang import redaction
 from pytest_sglang.gates.base import GateOutcome
 from pytest_sglang.plugin.consent import STRICT
-from pytest_sglang.plugin.keys import RESULTS_KEY, SETTINGS_KEY
+from pytest_sglang.plugin.keys import SETTINGS_KEY
 
 if TYPE_CHECKING:
     from pytest_sglang.loadgen import LoadResult
 
 __all__ = ["RESULTS_KEY", "GateResults", "record", "results_of"]
-
 
 
 @dataclass
@@ -71,6 +70,10 @@ class GateResults:
     def load(self) -> LoadResult | None:
         """The last load result (a LoadResult), or None."""
         return self.loads[-1] if self.loads else None
+
+
+#: On an item: what its gate markers measured and ``sglang_gate.record()`` added.
+RESULTS_KEY: pytest.StashKey[GateResults] = pytest.StashKey()
 
 
 def results_of(item: pytest.Item) -> GateResults:

@@ -24,7 +24,6 @@ from typing import TypedDict
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.report.identity import ServerIdentity
-from pytest_sglang.sglang.args import parse_launch_args
 
 COMPARABLE = ("model", "gpu_model", "gpu_count", "host")
 PROMOTED = ("sglang_version", "image", "runner", "launch_args")
@@ -75,7 +74,9 @@ def normalise_args(argv: Sequence[str]) -> list[str]:
     """``["--tp", "2", "--port", "1", "--x=y"]`` -> ``["--tp 2", "--x y"]`` (sorted, volatile dropped)."""
     try:
         # As SGLang reads them: an abbreviated --po 1 or --api-ke K is dropped like the full flag.
-        kept = parse_launch_args(argv, source="launch args").without(*VOLATILE_DESTS)
+        from pytest_sglang.server.config import read_launch  # lazy: a report without a launch never needs it
+
+        kept = read_launch(argv, source="launch args").without(*VOLATILE_DESTS)
     except ConfigError:
         kept = list(argv)
     items: list[str] = []

@@ -4,8 +4,9 @@ Two equal configs are the same server: the plugin's server factory reuses a runn
 test asks for a config equal to one already launched, so every field that changes the server
 (runner, args, command, interpreter, environment, docker options) is part of equality.
 
-A config reads its launch args once, as SGLang will (:attr:`LaunchConfig.launch_args`): the port and
-host, the secrets and the API key clients send all come from that one parse. Errors speak the
+A launch's args are read once, as SGLang will (:func:`read_launch`): the option row that refuses a typo,
+the header, the markers' needs, :attr:`LaunchConfig.launch_args` (port and host, the secrets, the API key
+clients send) and the report's fingerprint all take that one result. Errors speak the
 engine's words (``LaunchConfig.runner``); the plugin re-words them for its options
 (:meth:`LaunchConfigError.for_option`).
 """
@@ -14,14 +15,15 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from pytest_sglang import defaults, redaction
 from pytest_sglang.errors import ConfigError, LaunchConfigError
-from pytest_sglang.server.docker import options as docker_options
-from pytest_sglang.server.ray.options import RayOptions
+from pytest_sglang.server.options import docker as docker_options
+from pytest_sglang.server.options.ray import RayOptions
 from pytest_sglang.sglang.args import LaunchArgs, command_flags, display_argv, display_launch, parse_launch_args
 from pytest_sglang.sockets import free_port
 
@@ -31,6 +33,28 @@ VALIDATE_MODES = defaults.VALIDATE_MODES
 DEFAULT_MODULES = {"process": "sglang.launch_server", "simulator": "pytest_sglang.simulator"}
 #: Hosts that mean "every interface": the server is then reached through the loopback address.
 _WILDCARD_HOSTS = ("0.0.0.0", "::", "[::]", "")
+
+
+#: Each launch read so far, by (the command's own flags, the args): the one parse every reader takes.
+_READ: dict[tuple[tuple[str, ...], tuple[str, ...]], LaunchArgs] = {}
+_READ_LOCK = threading.Lock()
+
+
+def read_launch(args: Sequence[str], command: Sequence[str] = (), *, source: str = "--sglang-launch") -> LaunchArgs:
+    """``args`` (after the command's own flags) as SGLang reads them: parsed on first use, then handed out.
+
+    The option row (typos at configure time), the header, the markers' needs, :class:`LaunchConfig`
+    and the fingerprint all read a launch here, so ``--sglang-launch`` is parsed once on its way to
+    ``Popen``. A refused launch raises :class:`ConfigError` naming ``source`` (and is not kept).
+    """
+    key = (command_flags(command), tuple(args))
+    with _READ_LOCK:
+        found = _READ.get(key)
+    if found is None:
+        found = parse_launch_args([*key[0], *key[1]], source=source)
+        with _READ_LOCK:
+            found = _READ.setdefault(key, found)
+    return found
 
 
 def _literal(text: str) -> str:
@@ -154,7 +178,7 @@ class LaunchConfig:
     def _parse(self) -> LaunchArgs:
         own = command_flags(self.command or ())
         try:
-            return parse_launch_args([*own, *self.args], source="LaunchConfig.args")
+            return read_launch(self.args, self.command or (), source="LaunchConfig.args")
         except ConfigError as exc:
             # Say which field holds the bad flag: the command's own flags are checked alone.
             bad_command = bool(own) and _rejects(own)

@@ -10,7 +10,8 @@ Polling starts at 50 ms and backs off gently to 0.5 s while the port is closed; 
 answers HTTP (warmup, 503) it polls every 0.1 s, so the 503 -> 200 flip is seen quickly. Sleeps are
 sliced: process death and new log phases are noticed within ~50 ms. Attach mode gives up at once on
 answers that waiting cannot fix (a 404, a redirect, TLS on a plain-http port) and after a short
-grace on those that rarely fix themselves (refused, closed, 5xx). Tenacity's RetryError never
+grace on those that rarely fix themselves (refused, closed, 5xx). The loop itself is :mod:`.poll`'s, shared
+with the gateway's readiness. Tenacity's RetryError never
 reaches the user: it becomes ServerExited / ServerNotReady / ServerUnavailable with the phase
 reached, the last probe, the log tail and the fix (:mod:`.diagnosis`).
 """
@@ -23,17 +24,18 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import httpx
-from tenacity import RetryCallState, RetryError, Retrying, retry_if_exception_type
-from tenacity.stop import stop_base
+from tenacity import RetryCallState, RetryError
 from tenacity.wait import wait_base
 
 from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError, SchemaMismatch
+from pytest_sglang.jsontypes import JSONObject
 from pytest_sglang.server import diagnosis, identity
 from pytest_sglang.server.client import DEADLINE, make_client
+from pytest_sglang.server.poll import poll
 from pytest_sglang.server.probe import HEALTH_PROBE_TIMEOUT_S, NotReadyYet, Probe, Target, WaitState
 from pytest_sglang.server.validation import SchemaWarning, not_json_error, prepare, validate_payload
 
@@ -45,8 +47,6 @@ FIRST_POLL_S = 0.05
 MAX_POLL_S = 0.5
 ANSWERING_POLL_S = 0.1
 SLICE_S = 0.05
-#: Attach mode: how long a refused connection, a closed connection or a 5xx is retried.
-ATTACH_GRACE_S = 1.0
 #: Answers that waiting cannot fix: attach gives up at once (/health is exempt from SGLang's auth,
 #: so a 401/403 there comes from a proxy; 404/405/400 mean the URL is not an SGLang server).
 _FINAL_HEALTH_STATUS = (400, 401, 403, 404, 405)
@@ -55,37 +55,10 @@ _EXCERPT = 200
 
 @dataclass
 class ReadyResult:
-    info: dict[str, Any] | None
+    info: JSONObject | None
     info_endpoint: str
     probes: int
     elapsed_s: float
-
-
-class _deadline(stop_base):
-    def __init__(self, state: WaitState) -> None:
-        self.state = state
-
-    def __call__(self, retry_state: RetryCallState) -> bool:
-        return time.monotonic() >= self.state.deadline
-
-
-class _process_exited(stop_base):
-    def __init__(self, target: Target) -> None:
-        self.target = target
-
-    def __call__(self, retry_state: RetryCallState) -> bool:
-        return self.target.exited()
-
-
-class _attach_gives_up(stop_base):
-    """Attach mode: the server is supposed to be up; wrong answers end the wait early."""
-
-    def __init__(self, state: WaitState) -> None:
-        self.state = state
-
-    def __call__(self, retry_state: RetryCallState) -> bool:
-        since = self.state.trouble_since
-        return self.state.final or (since is not None and time.monotonic() - since >= ATTACH_GRACE_S)
 
 
 class _poll_wait(wait_base):
@@ -137,24 +110,19 @@ def wait_until_ready(target: Target, deadline_s: float, *, started: float | None
     """
     t0 = time.monotonic() if started is None else started
     state = WaitState(started=t0, deadline=t0 + deadline_s)
-    stop = _deadline(state) | _process_exited(target)
-    if target.mode == "attach":
-        stop = stop | _attach_gives_up(state)
-    retrying = Retrying(stop=stop, wait=_poll_wait(state), sleep=_watchful_sleep(target),
-                        retry=retry_if_exception_type(NotReadyYet), reraise=False)
     # No proxy from the environment: probes go to the server itself (as SGLang's own tests do).
     with make_client(target.url, target.api_key, trust_env=False) as client:
         try:
-            for attempt in retrying:
-                with attempt:
-                    info, endpoint = _probe(client, target, state)
+            info, endpoint = poll(lambda: _probe(client, target, state), state, exited=target.exited,
+                                  attach=target.mode == "attach", wait=_poll_wait(state),
+                                  sleep=_watchful_sleep(target))
         except RetryError:
             raise diagnosis.start_failure(target, state) from None
     _confirm_launched(target, state, info)
     return ReadyResult(info, endpoint, state.probes, state.elapsed_s)
 
 
-def _confirm_launched(target: Target, state: WaitState, info: dict[str, Any] | None) -> None:
+def _confirm_launched(target: Target, state: WaitState, info: JSONObject | None) -> None:
     """A launch is ready only if its process lives and the server answering is the launched one."""
     if target.process is None:
         return
@@ -165,7 +133,7 @@ def _confirm_launched(target: Target, state: WaitState, info: dict[str, Any] | N
         raise diagnosis.wrong_server_error(target, state, problem)
 
 
-def _probe(client: httpx.Client, target: Target, state: WaitState) -> tuple[dict[str, Any] | None, str]:
+def _probe(client: httpx.Client, target: Target, state: WaitState) -> tuple[JSONObject | None, str]:
     state.probes += 1
     response = _get(client, "/health", state, target.health_timeout_s)
     if response.status_code != 200:
@@ -243,7 +211,7 @@ def _classify(exc: httpx.TransportError) -> tuple[str, bool]:
     return "transport", False
 
 
-def fetch_info(client: httpx.Client, target: Target, state: WaitState) -> tuple[dict[str, Any] | None, str]:
+def fetch_info(client: httpx.Client, target: Target, state: WaitState) -> tuple[JSONObject | None, str]:
     """``/server_info`` (or ``/get_server_info`` on 404), parsed and validated per ``target.validate``."""
     endpoint = "/server_info"
     response = _get(client, endpoint, state, target.health_timeout_s)
@@ -265,7 +233,7 @@ def fetch_info(client: httpx.Client, target: Target, state: WaitState) -> tuple[
     return check_info(response, endpoint, target.validate), endpoint
 
 
-def check_info(response: httpx.Response, endpoint: str, validate: str) -> dict[str, Any] | None:
+def check_info(response: httpx.Response, endpoint: str, validate: str) -> JSONObject | None:
     """Parse and validate a server_info response; strict raises, warn warns, off only parses."""
     try:
         payload = json.loads(response.text)

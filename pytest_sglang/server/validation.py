@@ -16,12 +16,12 @@ import json
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from pytest_sglang.errors import SchemaMismatch
+from pytest_sglang.jsontypes import JSONObject
 
 if sys.version_info >= (3, 11):
     from importlib.resources.abc import Traversable
@@ -44,11 +44,11 @@ def schema_dir() -> Traversable:
 
 
 @functools.cache
-def load_schema(name: str) -> dict[str, Any]:
+def load_schema(name: str) -> JSONObject:
     """Return the parsed schema ``name`` (checked against its metaschema once, then cached)."""
     if name not in SCHEMA_NAMES:
         raise ValueError(f"unknown schema {name!r}: expected one of {', '.join(SCHEMA_NAMES)}")
-    schema: dict[str, Any] = json.loads((schema_dir() / f"{name}.schema.json").read_text(encoding="utf-8"))
+    schema: JSONObject = json.loads((schema_dir() / f"{name}.schema.json").read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return schema
 
@@ -67,7 +67,7 @@ def prepare(name: str) -> None:
     _validator(name)
 
 
-def excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
     """A short, single-line rendering of ``value`` for error messages."""
     try:
         text = json.dumps(value, default=str)
@@ -90,12 +90,12 @@ def describe_error(error: ValidationError) -> str:
     return f"{path}: {message} (value: {excerpt(error.instance)})"
 
 
-def payload_errors(payload: Any, name: str) -> list[ValidationError]:
+def payload_errors(payload: object, name: str) -> list[ValidationError]:
     """Every validation error of ``payload`` against schema ``name``, ordered by JSON path."""
     return sorted(_validator(name).iter_errors(payload), key=lambda e: (e.json_path, e.message))
 
 
-def validate_payload(payload: Any, name: str, endpoint: str) -> None:
+def validate_payload(payload: object, name: str, endpoint: str) -> None:
     """Raise :class:`SchemaMismatch` if ``payload`` (from ``endpoint``) does not match schema ``name``."""
     errors = payload_errors(payload, name)
     if not errors:

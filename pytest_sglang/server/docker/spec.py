@@ -13,11 +13,10 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import psutil
 
-from pytest_sglang.server.docker.options import gpu_device_requests, parse_size, volume_bindings
+from pytest_sglang.server.options.docker import gpu_device_requests, parse_size, volume_bindings
 
 LABEL_PREFIX = "io.pytest-sglang."
 LABEL_PLUGIN = LABEL_PREFIX + "plugin"
@@ -87,13 +86,13 @@ def new_container_name() -> str:
     return f"pytest-sglang-{RUN_ID}-{uuid.uuid4().hex[:6]}"
 
 
-def create_kwargs(spec: ContainerSpec) -> dict[str, Any]:
+def create_kwargs(spec: ContainerSpec) -> dict[str, object]:
     """Keyword arguments for ``client.containers.create``, sent as built.
 
-    ``Any``: the SDK's stubs are narrower than what it accepts and we send (device requests as
-    dicts, ``(ip, None)`` for an ephemeral published port).
+    ``object`` values: the SDK's stubs are narrower than what it accepts and we send (device requests
+    as dicts, ``(ip, None)`` for an ephemeral published port); the one call site casts.
     """
-    kwargs: dict[str, Any] = {
+    kwargs: dict[str, object] = {
         "image": spec.image,
         "command": list(spec.command),
         "name": spec.name or new_container_name(),
