@@ -1,3 +1,4 @@
+# Near 440 lines: ServerPool is one lifecycle (resolve, launch or attach, reuse, stop on every exit path).
 """The run-wide pool of servers behind the fixtures (one per pytest process).
 
 :class:`ServerPool` (registered as a plugin, kept in ``config.stash[keys.POOL_KEY]``) owns every server of
