@@ -34,7 +34,7 @@ from pytest_sglang.accuracy import (
 )
 from pytest_sglang.accuracy.interval import difference
 from pytest_sglang.accuracy.verdict import JUDGED, floor_bound
-from pytest_sglang.cli.common import api_key, check_auth, keyword_type, server_url, writable
+from pytest_sglang.cli.common import add_server_flags, api_key, check_auth, keyword_type, server_url, writable
 from pytest_sglang.errors import ConfigError, ServerUnavailable
 from pytest_sglang.files import read_capped
 from pytest_sglang.gates.accuracy import MAX_BASELINE_BYTES, run_marker
@@ -46,7 +46,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANNOT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pytest_sglang eval",
                                 description="Score an SGLang server on an accuracy task, with a confidence interval.")
-    p.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
+    add_server_flags(p)
     p.add_argument("--task", required=True, choices=TASKS,
                    help="arithmetic is generated; gsm8k/mmlu read --data, else the Hugging Face hub")
     p.add_argument("--data", type=Path, default=None,
@@ -88,8 +88,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-drop", type=_kw("max_drop"), default=0.0,
                    help="drop from the baseline tolerated beyond noise")
     p.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the result as JSON to OUT")
-    p.add_argument("--api-key", default=None, metavar="KEY",
-                   help="sent as 'Authorization: Bearer KEY' (default: env PYTEST_SGLANG_API_KEY or SGLANG_API_KEY)")
     return p
 
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_sglang.cli.common import api_key, check_auth, server_url, usage_error, writable
+from pytest_sglang.cli.common import add_server_flags, api_key, check_auth, server_url, usage_error, writable
 from pytest_sglang.cli.load_table import CheckProgress, ProgressBar, summary
 from pytest_sglang.errors import ConfigError, LoadGenError
 from pytest_sglang.loadgen import LoadSpec, run_load
@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit status: 0 all requests completed, 1 some requests failed or were not sent, 2 bad "
         "options, 3 the load could not run (server unreachable, warmup rejected), 130 interrupted",
     )
-    p.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
+    add_server_flags(p)
     # Required unless the dataset paces itself (a trace's clock, multi-turn sessions): checked in main().
     shape = p.add_mutually_exclusive_group()
     shape.add_argument("--concurrency", type=_positive_int, metavar="N",
@@ -110,8 +110,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--warmup", type=_nonneg_int, default=1, metavar="N", help="untimed warmup requests (default 1)"
     )
-    p.add_argument("--api-key", default=None, metavar="KEY",
-                   help="sent as 'Authorization: Bearer KEY' (default: env PYTEST_SGLANG_API_KEY or SGLANG_API_KEY)")
     p.add_argument(
         "--processes", type=_positive_int, default=1, metavar="N", help="client processes (default 1)"
     )
