@@ -13,6 +13,7 @@ Exit codes: 0 passed, 1 below the floor or the baseline, 2 bad input, 3 the run 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import sys
@@ -157,12 +158,19 @@ def _against_baseline(result: AccuracyResult, path: Path, doc: dict[str, Any], m
             f"({result.confidence:.0%} interval [{low:+.3f}, {high:+.3f}]; fails below -max_drop={-max_drop:g})")
 
 
-#: Harness fields as this command's flags, so a message names what the user typed.
+#: Harness fields (and evaluate()'s options) as this command's flags: one mapping, read both ways (the flags
+#: into the Harness, :func:`harness_from`; a message about a field back into the flag the user typed).
 _FLAGS = {"num_examples": "--num-examples", "request_timeout_s": "--request-timeout", "max_tokens": "--max-tokens",
           "shots": "--shots", "concurrency": "--concurrency", "temperature": "--temperature",
           "confidence": "--confidence", "route": "--route", "task": "--task", "runner": "--runner",
           "sgl_eval": "--sgl-eval", "sgl_eval_args": "--sgl-eval-args", "timeout_s": "--timeout",
           "hub_timeout_s": "--hub-timeout"}
+
+
+def harness_from(args: argparse.Namespace) -> Harness:
+    """The Harness the flags describe; a field without a :data:`_FLAGS` row is its own flag (``--data``, ``--seed``)."""
+    names = (f.name for f in dataclasses.fields(Harness))
+    return Harness(**{name: getattr(args, _FLAGS.get(name, f"--{name}")[2:].replace("-", "_")) for name in names})
 
 
 def _in_flags(exc: ConfigError) -> str:
@@ -181,10 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         url = server_url(args.url)
         writable(args.json, "--json", "the JSON result")
-        harness = Harness(task=args.task, num_examples=args.num_examples, shots=args.shots, route=args.route,
-                          max_tokens=args.max_tokens, temperature=args.temperature, concurrency=args.concurrency,
-                          request_timeout_s=args.request_timeout, data=args.data, seed=args.seed,
-                          confidence=args.confidence, hub_timeout_s=args.hub_timeout)
+        harness = harness_from(args)
         baseline = _baseline(args.baseline)
         check_auth(url, key)
         result = evaluate(url, harness, api_key=key.value, progress=Progress(sys.stderr), runner=args.runner,

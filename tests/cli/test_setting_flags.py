@@ -46,3 +46,15 @@ def test_server_flags_come_from_one_helper_with_the_plugins_key_sources() -> Non
 def test_messages_read_back_in_the_commands_words() -> None:
     text = "--sglang-max-regression=7: bad; --sglang-url=x"
     assert in_flag_words(text) == "--max-regression=7: bad; --url=x"
+
+
+def test_eval_builds_its_harness_from_the_one_flag_mapping() -> None:
+    from pytest_sglang.accuracy import Harness
+
+    args = eval_cli.build_parser().parse_args(
+        ["--url", "http://h:1", "--task", "gsm8k", "--data", "d.jsonl", "--num-examples", "30", "--shots", "2",
+         "--route", "chat", "--max-tokens", "64", "--temperature", "0.5", "--concurrency", "4",
+         "--request-timeout", "9", "--seed", "7", "--confidence", "0.9", "--hub-timeout", "11"])
+    assert eval_cli.harness_from(args) == Harness(
+        task="gsm8k", num_examples=30, shots=2, route="chat", max_tokens=64, temperature=0.5, concurrency=4,
+        request_timeout_s=9, data=Path("d.jsonl"), seed=7, confidence=0.9, hub_timeout_s=11.0)
