@@ -13,6 +13,7 @@ from pytest_sglang.correctness import AcceptanceSettings, CheckContext, CheckRep
 from pytest_sglang.correctness.deadline import Budget, CheckStalled
 from pytest_sglang.gates.acceptance import acceptance_outcome
 from pytest_sglang.plugin.keys import SETTINGS_KEY
+from pytest_sglang.plugin.options import OPTIONS_BY_NAME
 from pytest_sglang.plugin.results import record
 
 if TYPE_CHECKING:
@@ -31,24 +32,29 @@ def sglang_acceptance_records(request: pytest.FixtureRequest) -> Iterator[None]:
     _ITEM.reset(token)
 
 
+#: Each :class:`AcceptanceSettings` field and the ``--sglang-acceptance-*`` setting that gives it: the one
+#: mapping, read both ways (the settings into the engine's fields, a field back into its option's words).
+SETTING_OF_FIELD: dict[str, str] = {
+    "samples": "sglang_acceptance_samples",
+    "max_tokens": "sglang_acceptance_max_tokens",
+    "request_timeout_s": "sglang_acceptance_request_timeout",
+    "min_match_rate": "sglang_acceptance_min_match_rate",
+    "max_kl": "sglang_acceptance_max_kl",
+    "max_vision_share": "sglang_acceptance_max_vision_share",
+    "concurrency": "sglang_acceptance_concurrency",
+    "disconnect_timeout_s": "sglang_acceptance_disconnect_timeout",
+    "check_timeout_s": "sglang_acceptance_check_timeout",
+    "suite_timeout_s": "sglang_acceptance_timeout",
+}
+
+
 def acceptance_settings(resolved: Settings) -> AcceptanceSettings:
     """The suite's knobs from the run's resolved ``--sglang-acceptance-*`` settings.
 
     The option rows parse and check each value (CLI > env > ini > default; a bad one is a usage
     error naming where it came from), so the values arrive typed and valid.
     """
-    return AcceptanceSettings(
-        samples=resolved.sglang_acceptance_samples,
-        max_tokens=resolved.sglang_acceptance_max_tokens,
-        request_timeout_s=resolved.sglang_acceptance_request_timeout,
-        min_match_rate=resolved.sglang_acceptance_min_match_rate,
-        max_kl=resolved.sglang_acceptance_max_kl,
-        max_vision_share=resolved.sglang_acceptance_max_vision_share,
-        concurrency=resolved.sglang_acceptance_concurrency,
-        disconnect_timeout_s=resolved.sglang_acceptance_disconnect_timeout,
-        check_timeout_s=resolved.sglang_acceptance_check_timeout,
-        suite_timeout_s=resolved.sglang_acceptance_timeout,
-    )
+    return AcceptanceSettings(**{name: getattr(resolved, setting) for name, setting in SETTING_OF_FIELD.items()})
 
 
 def settings_from(config: pytest.Config) -> AcceptanceSettings:
@@ -83,13 +89,14 @@ def run(check: Callable[Concatenate[CheckContext, P], CheckReport], ctx: CheckCo
     return report
 
 
-#: The engine's field names in a stall finding, in the words of the options that set them.
-_OPTION_OF = {"check_timeout_s": "--sglang-acceptance-check-timeout", "suite_timeout_s": "--sglang-acceptance-timeout"}
+#: The fields a stall finding names (the deadlines of :mod:`pytest_sglang.correctness.deadline`).
+_STALL_FIELDS = ("check_timeout_s", "suite_timeout_s")
 
 
 def _in_option_words(text: str) -> str:
-    for name, option in _OPTION_OF.items():
-        text = text.replace(name, option)
+    """A stall finding names the engine's fields (``check_timeout_s``): in the words of their options."""
+    for name in _STALL_FIELDS:
+        text = text.replace(name, OPTIONS_BY_NAME[SETTING_OF_FIELD[name]].cli)
     return text
 
 

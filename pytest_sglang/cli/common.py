@@ -28,6 +28,17 @@ from pytest_sglang.server.url import ServerURL, parse_server_url
 #: Seconds the authentication probe may take (it is one small GET).
 AUTH_PROBE_S = 15.0
 
+#: Each command flag that is a plugin setting under a shorter name, and that setting's row: the one
+#: mapping between the commands' words and the plugin's, read both ways (:func:`add_server_flags`,
+#: :func:`api_key`, :func:`setting_default`, :func:`in_flag_words`).
+SETTING_OF_FLAG = {
+    "--url": "sglang_url",
+    "--api-key": "sglang_api_key",
+    "--max-regression": "sglang_max_regression",
+    "--min-match": "sglang_golden_min_match",
+    "--max-logprob-delta": "sglang_golden_max_logprob_delta",
+}
+
 
 @dataclass(frozen=True)
 class ApiKey:
@@ -44,12 +55,33 @@ class ApiKey:
 def api_key(flag_value: str | None, environ: dict[str, str] | None = None) -> ApiKey:
     """``--api-key``, else the plugin's environment variables for ``--sglang-api-key``, in its order."""
     env = os.environ if environ is None else environ
-    option = OPTIONS_BY_NAME["sglang_api_key"]
+    option = OPTIONS_BY_NAME[SETTING_OF_FLAG["--api-key"]]
     found = ApiKey(flag_value, "--api-key") if flag_value else next(
         (ApiKey(env[name], f"env {name}") for name in (option.env, *option.env_aliases) if env.get(name)),
         ApiKey(None, ""))
     register(found.value)  # masked in everything printed from here on
     return found
+
+
+def add_server_flags(parser: argparse.ArgumentParser) -> None:
+    """``--url`` and ``--api-key``: the server a command talks to, as ``--sglang-url`` and ``--sglang-api-key``."""
+    option = OPTIONS_BY_NAME[SETTING_OF_FLAG["--api-key"]]
+    parser.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
+    parser.add_argument("--api-key", default=None, metavar=option.metavar,
+                        help=f"sent as 'Authorization: Bearer {option.metavar}' (default: env "
+                             f"{' or '.join((option.env, *option.env_aliases))})")
+
+
+def setting_default(flag: str) -> object:
+    """The default of the plugin setting behind ``flag``: a command and the plugin start from one value."""
+    return OPTIONS_BY_NAME[SETTING_OF_FLAG[flag]].default
+
+
+def in_flag_words(text: str) -> str:
+    """A message of the plugin's parsers (``--sglang-max-regression=...``) in the command's flags."""
+    for flag, setting in SETTING_OF_FLAG.items():
+        text = text.replace(OPTIONS_BY_NAME[setting].cli, flag)
+    return text
 
 
 def server_url(text: str) -> ServerURL:

@@ -17,6 +17,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_sglang.cli.common import in_flag_words, setting_default
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import GateOutcome
 from pytest_sglang.report.baseline import Limits, compare_test, gate_figures, load_report, parse_limits
@@ -30,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
                                 description="Compare two pytest-sglang JSON reports (--sglang-report).")
     p.add_argument("old", metavar="OLD.json", help="the baseline report")
     p.add_argument("new", metavar="NEW.json", help="the report of the run to check")
-    p.add_argument("--max-regression", metavar="LIMITS", default=None,
+    p.add_argument("--max-regression", metavar="LIMITS", default=setting_default("--max-regression"),
                    help="5%% or output_throughput:5%%,p99_ttft_ms:10%% (default: 5%% on the default metrics)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when the reports were measured on another setup or workload")
@@ -94,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         limits = parse_limits(args.max_regression)
         old, new = load_report(args.old, "OLD.json"), load_report(args.new, "NEW.json")
     except ConfigError as exc:
-        print(f"error: {exc}".replace("--sglang-max-regression", "--max-regression"), file=sys.stderr)
+        print(in_flag_words(f"error: {exc}"), file=sys.stderr)
         return 2
     old_fp, new_fp = old.get("fingerprint", {}), new.get("fingerprint", {})
     diff = incomparable(old_fp, new_fp)

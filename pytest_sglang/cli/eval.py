@@ -13,6 +13,7 @@ Exit codes: 0 passed, 1 below the floor or the baseline, 2 bad input, 3 the run 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import sys
@@ -34,7 +35,7 @@ from pytest_sglang.accuracy import (
 )
 from pytest_sglang.accuracy.interval import difference
 from pytest_sglang.accuracy.verdict import JUDGED, floor_bound
-from pytest_sglang.cli.common import api_key, check_auth, keyword_type, server_url, writable
+from pytest_sglang.cli.common import add_server_flags, api_key, check_auth, keyword_type, server_url, writable
 from pytest_sglang.errors import ConfigError, ServerUnavailable
 from pytest_sglang.files import read_capped
 from pytest_sglang.gates.accuracy import MAX_BASELINE_BYTES, run_marker
@@ -46,7 +47,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANNOT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pytest_sglang eval",
                                 description="Score an SGLang server on an accuracy task, with a confidence interval.")
-    p.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
+    add_server_flags(p)
     p.add_argument("--task", required=True, choices=TASKS,
                    help="arithmetic is generated; gsm8k/mmlu read --data, else the Hugging Face hub")
     p.add_argument("--data", type=Path, default=None,
@@ -88,8 +89,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-drop", type=_kw("max_drop"), default=0.0,
                    help="drop from the baseline tolerated beyond noise")
     p.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the result as JSON to OUT")
-    p.add_argument("--api-key", default=None, metavar="KEY",
-                   help="sent as 'Authorization: Bearer KEY' (default: env PYTEST_SGLANG_API_KEY or SGLANG_API_KEY)")
     return p
 
 
@@ -159,12 +158,19 @@ def _against_baseline(result: AccuracyResult, path: Path, doc: dict[str, Any], m
             f"({result.confidence:.0%} interval [{low:+.3f}, {high:+.3f}]; fails below -max_drop={-max_drop:g})")
 
 
-#: Harness fields as this command's flags, so a message names what the user typed.
+#: Harness fields (and evaluate()'s options) as this command's flags: one mapping, read both ways (the flags
+#: into the Harness, :func:`harness_from`; a message about a field back into the flag the user typed).
 _FLAGS = {"num_examples": "--num-examples", "request_timeout_s": "--request-timeout", "max_tokens": "--max-tokens",
           "shots": "--shots", "concurrency": "--concurrency", "temperature": "--temperature",
           "confidence": "--confidence", "route": "--route", "task": "--task", "runner": "--runner",
           "sgl_eval": "--sgl-eval", "sgl_eval_args": "--sgl-eval-args", "timeout_s": "--timeout",
           "hub_timeout_s": "--hub-timeout"}
+
+
+def harness_from(args: argparse.Namespace) -> Harness:
+    """The Harness the flags describe; a field without a :data:`_FLAGS` row is its own flag (``--data``, ``--seed``)."""
+    names = (f.name for f in dataclasses.fields(Harness))
+    return Harness(**{name: getattr(args, _FLAGS.get(name, f"--{name}")[2:].replace("-", "_")) for name in names})
 
 
 def _in_flags(exc: ConfigError) -> str:
@@ -183,10 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         url = server_url(args.url)
         writable(args.json, "--json", "the JSON result")
-        harness = Harness(task=args.task, num_examples=args.num_examples, shots=args.shots, route=args.route,
-                          max_tokens=args.max_tokens, temperature=args.temperature, concurrency=args.concurrency,
-                          request_timeout_s=args.request_timeout, data=args.data, seed=args.seed,
-                          confidence=args.confidence, hub_timeout_s=args.hub_timeout)
+        harness = harness_from(args)
         baseline = _baseline(args.baseline)
         check_auth(url, key)
         result = evaluate(url, harness, api_key=key.value, progress=Progress(sys.stderr), runner=args.runner,

@@ -21,7 +21,16 @@ from typing import Any
 
 import httpx
 
-from pytest_sglang.cli.common import api_key, check_auth, keyword_type, server_url, usage_error, writable
+from pytest_sglang.cli.common import (
+    add_server_flags,
+    api_key,
+    check_auth,
+    keyword_type,
+    server_url,
+    setting_default,
+    usage_error,
+    writable,
+)
 from pytest_sglang.correctness import golden
 from pytest_sglang.correctness.http import get
 from pytest_sglang.errors import ConfigError, ServerUnavailable
@@ -44,16 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--tokens", type=int, default=golden.DEFAULT_TOKENS, help="greedy tokens per prompt")
     chk = sub.add_parser("check", help="compare a server with a recording")
     chk.add_argument("--golden", type=Path, required=True, help="a file written by golden record")
-    chk.add_argument("--min-match", type=keyword_type(run_marker, "min_match", "--min-match"), default=1.0,
+    chk.add_argument("--min-match", type=keyword_type(run_marker, "min_match", "--min-match"),
+                     default=setting_default("--min-match"),
                      help="share of prompts that must match exactly, from 0 to 1 (default 1.0)")
     chk.add_argument("--max-logprob-delta", type=keyword_type(run_marker, "max_logprob_delta", "--max-logprob-delta"),
-                     default=None, help="largest logprob difference allowed")
+                     default=setting_default("--max-logprob-delta"), help="largest logprob difference allowed")
     chk.add_argument("--json", type=Path, default=None, metavar="OUT",
                      help="write the verdict, figures and problems as JSON to OUT")
     for command in (rec, chk):
-        command.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:30000")
-        command.add_argument("--api-key", default=None, metavar="KEY", help="sent as 'Authorization: Bearer KEY' "
-                             "(default: env PYTEST_SGLANG_API_KEY or SGLANG_API_KEY)")
+        add_server_flags(command)
         timeout = keyword_type(run_marker, "request_timeout_s", "--request-timeout")
         command.add_argument("--request-timeout", type=timeout, default=120.0, help="seconds per request")
     return p

@@ -45,7 +45,7 @@ class CheckContext:
         return http.stream(self.client, path, {**body, "stream": True}, timeout_s=self.settings.request_timeout_s,
                            until=until, budget=self.budget)
 
-    def body(self, route: str, i: int, **extra: Any) -> dict[str, Any]:
+    def body(self, route: str, i: int, **extra: object) -> dict[str, Any]:
         """A greedy request for the ``i``-th prompt on ``route`` ("chat" or "completions")."""
         base: dict[str, Any] = {"model": self.features.model, "max_tokens": self.settings.max_tokens,
                                 "temperature": 0}
@@ -55,7 +55,7 @@ class CheckContext:
             base["prompt"] = prompt(i)
         return {**base, **extra}
 
-    def native(self, i: int | str, **sampling: Any) -> dict[str, Any]:
+    def native(self, i: int | str, **sampling: object) -> dict[str, Any]:
         """A greedy native ``/generate`` request for the ``i``-th prompt (or the text ``i``)."""
         text = i if isinstance(i, str) else prompt(i)
         return {"text": text, "sampling_params": {"max_new_tokens": self.settings.max_tokens, "temperature": 0,

@@ -1,3 +1,4 @@
+# Near 330 lines: the image checks share the colour judge and the control question; apart they would import each other.
 """Images, on a vision-language server: inputs accepted on both routes, counted, seen, refused cleanly.
 
 Every image is generated here (:mod:`pytest_sglang.images`) and sent inline as a ``data:`` URL: no
@@ -90,7 +91,7 @@ def _url(colour: str, width: int = 96, height: int = 64, fmt: str = "png") -> st
     return images.data_url(images.solid_image(colour, width, height, fmt), fmt)
 
 
-def chat_body(ctx: CheckContext, urls: list[str], text: str, **extra: Any) -> dict[str, Any]:
+def chat_body(ctx: CheckContext, urls: list[str], text: str, **extra: object) -> dict[str, Any]:
     parts: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": u}} for u in urls]
     parts.append({"type": "text", "text": text})
     return {"model": ctx.features.model, "messages": [{"role": "user", "content": parts}],

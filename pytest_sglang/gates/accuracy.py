@@ -9,7 +9,6 @@ the *lower* bound is: the floor must be proven), or when ``baseline`` (an ``eval
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -37,7 +36,7 @@ from pytest_sglang.gates.keywords import (
     Requires,
     Seconds,
 )
-from pytest_sglang.gates.registry import GateContext, LockingLoad
+from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen.spec import MAX_IN_FLIGHT, MAX_LEN
 
 if TYPE_CHECKING:
@@ -223,7 +222,7 @@ def run_marker(
                        request_timeout_s=request_timeout_s, seed=seed, confidence=confidence)
     doc = read_baseline(baseline) if baseline is not None else None
     # The run-wide load lock: 64 requests in flight must not overlap a throughput measurement.
-    lock = ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext()
+    lock = ctx.load_lock()
     try:
         with lock:
             result = evaluate(ctx.server.server_url, harness, api_key=ctx.server.api_key, progress=view.progress,

@@ -16,7 +16,6 @@ list it healthy again, so no later test runs on a dead worker silently.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import signal
 from typing import TYPE_CHECKING, Annotated, Any
@@ -30,7 +29,7 @@ from pytest_sglang.gates.base import Check, GateNotApplicable, GateOutcome, comp
 from pytest_sglang.gates.drain import Storm
 from pytest_sglang.gates.failover_run import RECOVER_WINDOW_S, TIMELINE, FailoverRun, never_check
 from pytest_sglang.gates.keywords import AtLeast, AtMost, Fraction, KeywordError, OneOf, Requires, Threshold
-from pytest_sglang.gates.registry import GateContext, LockingLoad
+from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.shares import REQUESTS_KEY, SHARES_KEY
 from pytest_sglang.gates.throughput import (
     CancelAfter,
@@ -144,7 +143,7 @@ def run_marker(
         storm.readers.pop(fleet.workers[worker].name(), None)
         storm.idle.pop(fleet.workers[worker].name(), None)
     # The run-wide load lock: nothing else may load the fleet while one of its workers is down.
-    with ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext():
+    with ctx.load_lock():
         try:
             run.execute(at)
         except Exception:
@@ -178,7 +177,7 @@ def _restart_gateway(ctx: GateContext, fleet: SGLangFleet, signum: int, spec: Lo
     from pytest_sglang.gates.gateway_restart_run import GatewayRestartRun
 
     run = GatewayRestartRun(fleet, signum, spec, max_recover_s=max_recover_s, api_key=ctx.server.api_key)
-    with ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext():
+    with ctx.load_lock():
         run.execute(at)
     return judge_gateway(run, kill=kill, at=at, max_error_rate=max_error_rate, max_recover_s=max_recover_s)
 

@@ -22,7 +22,6 @@ It needs a gateway: ``--sglang-url`` pointing at one, or ``--sglang-workers N``;
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING, Annotated
 
 from pytest_sglang.errors import SGLangError
@@ -42,7 +41,7 @@ from pytest_sglang.gates.keywords import (
     rules,
 )
 from pytest_sglang.gates.registration import registration_check
-from pytest_sglang.gates.registry import GateContext, LockingLoad
+from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.shares import WorkerShares, measure
 from pytest_sglang.gates.throughput import (
     CancelAfter,
@@ -161,10 +160,6 @@ def balance_checks(fleet: SGLangFleet, shares: WorkerShares, result: LoadResult,
     return checks
 
 
-def _load_lock(ctx: GateContext) -> contextlib.AbstractContextManager[None]:
-    return ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext()
-
-
 def cache_check(ctx: GateContext, fleet: SGLangFleet, out: GateOutcome) -> None:
     """Prefix-sharing traffic through the gateway against the same traffic routed at random."""
     from pytest_sglang.gates.cache_routing import run_cache_routing, workload_for
@@ -183,7 +178,7 @@ def cache_check(ctx: GateContext, fleet: SGLangFleet, out: GateOutcome) -> None:
     pool = min((token_capacity(i).least or 0) for i in infos)
     max_input = min(int(i.get("max_req_input_len") or 0) or 4096 for i in infos)
     workload = workload_for(len(servers), pool, max_input)
-    with _load_lock(ctx):
+    with ctx.load_lock():
         result = run_cache_routing(ctx.server, servers, [w.name() for w in regular], workload)
     out.add(compare(GATE, "cached_tokens_via_gateway", result.gateway_cached, ">=", result.required,
                     unit="tokens", source=result.source(), detail=workload.shape(), remedy=_CACHE_FIX))

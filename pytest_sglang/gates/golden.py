@@ -12,7 +12,6 @@ fail it, but a mismatch is read knowing them.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -23,7 +22,7 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import GateOutcome, compare
 from pytest_sglang.gates.comparable import FIELDS, differences
 from pytest_sglang.gates.keywords import Always, AtLeast, Fraction, KeywordError, Seconds, rules
-from pytest_sglang.gates.registry import GateContext, LockingLoad
+from pytest_sglang.gates.registry import GateContext
 
 if TYPE_CHECKING:
     from pytest_sglang.server.members import Handle
@@ -110,7 +109,7 @@ def run_marker(
     except ConfigError as exc:
         raise KeywordError(MARKER, {"path": path}, exc.problem, exc.fix) from None
     # Batch size 1 on both sides: no other load of the run may share the server's batch meanwhile.
-    lock = ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext()
+    lock = ctx.load_lock()
     with lock:
         return evaluate_golden(ctx.server, doc, source=path, min_match=min_match,
                                max_logprob_delta=max_logprob_delta, timeout_s=request_timeout_s)

@@ -13,7 +13,6 @@ module of its own made a circle (issue 31). Hence ~400 lines; shared per-worker 
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Protocol, runtime_checkable
@@ -24,7 +23,7 @@ from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.capacity import token_capacity
 from pytest_sglang.gates.keywords import OptionalCount, Requires, Threshold, sglang_choices
-from pytest_sglang.gates.registry import GateContext, LockingLoad
+from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.workers import for_worker, merge_context, no_workers, not_checked, unreachable_why
 from pytest_sglang.loadgen.prefix_reuse import ReuseResult, run_prefix_reuse
 from pytest_sglang.sglang.hostmem import GB, GiB
@@ -251,14 +250,6 @@ def _host_tokens_for_workload(server: HicacheServer, info: Mapping[str, Any]) ->
     return int(device * ratio) if isinstance(ratio, (int, float)) and device else None
 
 
-def _load_lock(ctx: GateContext) -> contextlib.AbstractContextManager[None]:
-    """Return the plugin's run-wide load lock (``ctx.load.lock()``), so no other load overlaps this one.
-
-    A null context when ``ctx.load`` is a plain load function (the gate used without the plugin).
-    """
-    return ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext()
-
-
 def _unmeasured(reason: str, remedy: str) -> Check:
     return compare(GATE, "host_hit_tokens", None, ">=", 1, source=reason, remedy=remedy)
 
@@ -276,7 +267,7 @@ def run_effective(ctx: GateContext, server: Handle, outcome: GateOutcome, min_ga
         outcome.add(_unmeasured(f"workload not sized: {_ENABLE}", "make the host pool size visible"))
         return
     try:
-        with _load_lock(ctx):
+        with ctx.load_lock():
             result = run_prefix_reuse(server, device_tokens=device, host_tokens=host, max_input=max_input)
     except ValueError as exc:
         outcome.add(_unmeasured(f"workload not possible: {exc}", _SIZE_FIX))
@@ -328,7 +319,7 @@ def run_marker(
     if restart:  # after the effective workload: a restart would empty the tiers it measures
         from pytest_sglang.gates.storage_restart import run_restart
 
-        with _load_lock(ctx):
+        with ctx.load_lock():
             run_restart(ctx.server, outcome, min_storage_share, fleet=fleet is not None)
     return outcome
 

@@ -30,7 +30,7 @@ __all__ = [
     "Above", "Always", "AnyOf", "AtLeast", "AtMost", "Below", "Checks", "Count", "CountOrWord", "EachOneOf",
     "Excludes", "Fraction", "IntList", "Keyword", "KeywordError",
     "NotBelow",
-    "OneOf", "OptionalCount", "Relation", "Requires", "Seconds", "Threshold", "UrlPath", "check", "declared",
+    "OneOf", "OptionalCount", "Relation", "Requires", "Seconds", "Threshold", "UrlPath", "check", "declared", "given",
     "marker_problem", "rules", "sglang_choices", "signature_text",
 ]
 
@@ -540,6 +540,21 @@ def declared(fn: Callable[..., Any]) -> Declaration:
     keywords = {p.name: _keyword(p, hints[p.name]) for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
     accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
     return Declaration(keywords, _RULES.get(fn, ()), accepts_any)
+
+
+def given() -> dict[str, object]:
+    """The keyword-only arguments of the calling function, by name, as they stand now.
+
+    What a gate's body reads of its own keywords (``floors_given(keywords.given())``): the signature's
+    keywords only, never a local the body has made by then (as ``locals()`` would hand over).
+    """
+    frame = inspect.currentframe()
+    caller = frame.f_back if frame is not None else None
+    if caller is None:  # pragma: no cover - CPython always has the caller's frame
+        raise RuntimeError("keywords.given() needs its caller's frame")
+    code, values = caller.f_code, caller.f_locals
+    names = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    return {name: values[name] for name in names if name in values}
 
 
 def signature_text(fn: Callable[..., Any]) -> str:

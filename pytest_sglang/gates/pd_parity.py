@@ -13,7 +13,6 @@ quantization and KV dtype (:mod:`.comparable`), or nothing is compared.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +24,7 @@ from pytest_sglang.correctness import golden
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.comparable import MODEL_FIELDS, comparable
 from pytest_sglang.gates.pd_roles import GATE, PD_ROLES
-from pytest_sglang.gates.registry import GateContext, LockingLoad
+from pytest_sglang.gates.registry import GateContext
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import SGLangFleet
@@ -108,10 +107,6 @@ def _flush(servers: list[tuple[str, SGLangServer]]) -> list[str]:
     return unflushed
 
 
-def _lock(ctx: GateContext) -> contextlib.AbstractContextManager[None]:
-    return ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext()
-
-
 def _pd_servers(fleet: SGLangFleet) -> list[tuple[str, SGLangServer]]:
     return [(w.name(), w.server) for w in fleet.workers if w.role in PD_ROLES and w.server is not None]
 
@@ -183,7 +178,7 @@ def run_parity(ctx: GateContext, fleet: SGLangFleet, parity: Parity, out: GateOu
             for name, server in _pd_servers(fleet)]
     if not all(c.passed for c in same):  # answers of another model or number format prove nothing
         return
-    with _lock(ctx):
+    with ctx.load_lock():
         _token_parity(ctx, fleet, reference, parity, out)
         if parity.task is not None:
             _accuracy_parity(ctx, reference, parity, out)

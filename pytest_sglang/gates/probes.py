@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Annotated
 import httpx
 
 from pytest_sglang.gates.base import Check, GateCannotJudge, GateOutcome, compare
-from pytest_sglang.gates.keywords import Above, AnyOf, Count, KeywordError, OneOf, UrlPath, rules
+from pytest_sglang.gates.keywords import Above, AnyOf, Count, KeywordError, OneOf, UrlPath, given, rules
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout, load_spec
 from pytest_sglang.loadgen.probing import Prober, ProbeResult, ProbeSpec
@@ -243,7 +243,7 @@ def run_marker(
     Defaults are Kubernetes' own (``timeoutSeconds`` 1, ``periodSeconds`` 10, ``failureThreshold`` 3);
     a path of None drops that probe. See the module docstring. This signature declares the keywords.
     """
-    specs = _specs(dict(locals()))
+    specs = _specs(given())
     out = GateOutcome(GATE)
     targets = _targets(ctx)
     ranked = [(server, label) for _, label, server in targets if check_dp_ranks and _dp_size(server) > 1]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -170,3 +170,11 @@ class GateContext:
     load_timeout_s: float | None = None
     #: ``--sglang-pd-reference-url``: the single server a prefill-decode fleet is compared with.
     pd_reference_url: ServerURL | None = None
+
+    def load_lock(self) -> AbstractContextManager[None]:
+        """The run-wide load lock for traffic the gate sends itself, so no other load overlaps it.
+
+        The plugin's ``sglang_load`` offers it (:class:`LockingLoad`); a plain load function (a gate
+        used without the plugin) has none: a null context then.
+        """
+        return self.load.lock() if isinstance(self.load, LockingLoad) else nullcontext()

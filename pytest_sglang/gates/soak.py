@@ -22,7 +22,6 @@ failure is proven: a stall longer than ``max_stall_s``, or a growth beyond its l
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
@@ -41,7 +40,7 @@ from pytest_sglang.gates.keywords import (
     OneOf,
     Threshold,
 )
-from pytest_sglang.gates.registry import GateContext, LockingLoad
+from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.throughput import InFlight, Length, Timeout
 from pytest_sglang.loadgen.intervals import CONFIDENCE, Interval
 from pytest_sglang.loadgen.soak import SoakRun, SoakSpec, process_tree_rss_mb, run_soak
@@ -322,7 +321,7 @@ def run_marker(
     if ctx.write is not None:
         ctx.write(f"sglang_soak: {spec.shape()} (stops early once a failure is proven)" if stop_early
                   else f"sglang_soak: {spec.shape()}")
-    with ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext():
+    with ctx.load_lock():
         run = run_soak(ctx.server.url, spec, api_key=ctx.server.api_key, rss=rss, rss_source=rss_source,
                        stop_when=stop_when)
     return judge(run, limits, warm)

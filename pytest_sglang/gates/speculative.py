@@ -32,7 +32,6 @@ A server launched without ``--speculative-algorithm`` fails the gate: there is n
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING, Annotated
 
 from pytest_sglang.errors import ServerUnavailable, SGLangError
@@ -40,7 +39,7 @@ from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.comparable import comparable
 from pytest_sglang.gates.keywords import Above, AnyOf, AtLeast, AtMost, Count, Fraction, Relation, rules
-from pytest_sglang.gates.registry import GateContext, LockingLoad
+from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.spec_buckets import FLOORS, Floor, bucket_label, bucket_lens, bucket_problem, floor_of
 from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout, load_spec
 from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
@@ -73,10 +72,6 @@ _COMPARABLE_FIX = ("or leave reference_url out on a launched server: the gate th
                    "--speculative-*")
 _REFERENCE_FIX = ("give reference_url=URL (the same model launched without --speculative-*), or launch the server "
                   "with --sglang-launch so the gate can launch the reference itself")
-
-
-def _lock(ctx: GateContext) -> contextlib.AbstractContextManager[None]:
-    return ctx.load.lock() if isinstance(ctx.load, LockingLoad) else contextlib.nullcontext()
 
 
 def _server_side(server: Handle) -> str:
@@ -173,7 +168,7 @@ def _speedup_check(ctx: GateContext, loads: list[tuple[int | None, LoadSpec, flo
         return
     for bucket, spec, minimum in loads:
         mine = ctx.load(spec)
-        with _lock(ctx):
+        with ctx.load_lock():
             theirs = run_load(reference.url, spec, api_key=reference.api_key)
         out.checks.append(_ratio(mine, theirs, minimum, how, bucket_label(bucket, None)))
         out.context["throughput" + bucket_label(bucket, None)] = (
@@ -198,7 +193,7 @@ def _measure_acceptance(ctx: GateContext, out: GateOutcome, buckets: list[int | 
         if min_length is None and min_rate is None:
             continue
         for rank in ranks:
-            with _lock(ctx):
+            with ctx.load_lock():
                 sample = sample_acceptance(ctx.server, samples=samples, output_len=output_len, timeout_s=timeout_s,
                                            input_len=bucket, rank=rank)
             prompts = f", prompts of {bucket:,} token ids" if bucket is not None else ""

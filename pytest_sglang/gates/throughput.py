@@ -89,7 +89,7 @@ FLOORS: dict[str, tuple[str, str, str, str]] = {
 
 
 def floors_given(values: Mapping[str, object]) -> dict[str, float]:
-    """The FLOORS keywords given a value in ``values`` (a signature's ``locals()``): declared once, in FLOORS."""
+    """The FLOORS keywords given a value in ``values`` (a gate's ``keywords.given()``): declared once, in FLOORS."""
     # Keep the value as written (5000, not 5000.0): messages echo the user's keyword.
     return {k: v for k, v in values.items() if k in FLOORS and isinstance(v, (int, float))}
 
@@ -113,7 +113,7 @@ def evaluate_throughput(
     The keywords are checked as the ``sglang_throughput`` marker declares them (:func:`run_marker`).
     ``reading`` overrides ``proven`` (``"point"``: judge the figure itself, no interval).
     """
-    given = floors_given(locals())
+    given = floors_given(keywords.given())
     keywords.check(run_marker, "evaluate_throughput", {**given, "max_error_rate": max_error_rate})
     return judge(result, given, max_error_rate, reading=reading or ("proven" if proven else "favourable"))
 
@@ -453,7 +453,7 @@ def run_marker(
     results, shares = run_loads(
         ctx.server, lambda: [ctx.load(dataclasses.replace(spec, seed=spec.seed + k)) for k in range(repeats)])
     result = median_result(results)
-    given = floors_given(locals())
+    given = floors_given(keywords.given())
     outcome = judge(result, given, max_error_rate, server_check(ctx.server, result), runs=results,
                     reading="proven" if proven else "favourable")
     if storm is not None:

@@ -159,15 +159,9 @@ class ABRunner:
 
 def _fleet(settings: Settings, gateway: tuple[str, ...] | None) -> FleetSpec | None:
     """The run's fleet (``--sglang-workers``, PD), with ``gateway`` args instead of A's when given."""
-    if not settings.fleet:
-        return None
-    from pytest_sglang.fleet.launch import FleetSpec
+    from pytest_sglang.plugin.fleet_spec import fleet_spec
 
-    return FleetSpec(workers=settings.sglang_workers or 0, gateway_args=gateway or settings.sglang_gateway or (),
-                     gateway_command=settings.sglang_gateway_command, min_workers=settings.sglang_min_workers,
-                     direct=settings.sglang_fleet_direct, gpus=settings.sglang_gpus,
-                     prefill=settings.sglang_prefill or 0, decode=settings.sglang_decode or 0,
-                     prefill_args=settings.sglang_prefill_launch or (), decode_args=settings.sglang_decode_launch or ())
+    return fleet_spec(settings, gateway) if settings.fleet else None
 
 
 def _limits(text: str | None, source: str) -> dict[str, float]:

@@ -1,3 +1,4 @@
+# Over 300 lines: the option table is one declaration (STYLE: every setting declared once, in one table).
 """The option table: every pytest-sglang setting declared once, as one :class:`Option` row.
 
 A row's name is its CLI flag (``--sglang-x-y``), its ini key and ``dest`` (``sglang_x_y``) and its environment

@@ -1,3 +1,4 @@
+# Near 440 lines: ServerPool is one lifecycle (resolve, launch or attach, reuse, stop on every exit path).
 """The run-wide pool of servers behind the fixtures (one per pytest process).
 
 :class:`ServerPool` (registered as a plugin, kept in ``config.stash[keys.POOL_KEY]``) owns every server of
@@ -233,16 +234,11 @@ class ServerPool:
 
     def launch_fleet(self, config: LaunchConfig) -> SGLangFleet:
         """Launch ``config`` as a fleet: workers (or prefill and decode workers) behind SGLang's gateway."""
-        from pytest_sglang.fleet import FleetProgress, FleetSpec, launch_fleet
+        from pytest_sglang.fleet import FleetProgress, launch_fleet
+        from pytest_sglang.plugin.fleet_spec import fleet_spec
 
-        settings = self.settings
         try:
-            spec = FleetSpec(workers=settings.sglang_workers or 0, gateway_args=settings.sglang_gateway or (),
-                             gateway_command=settings.sglang_gateway_command, min_workers=settings.sglang_min_workers,
-                             direct=settings.sglang_fleet_direct, gpus=settings.sglang_gpus,
-                             prefill=settings.sglang_prefill or 0, decode=settings.sglang_decode or 0,
-                             prefill_args=settings.sglang_prefill_launch or (),
-                             decode_args=settings.sglang_decode_launch or ())
+            spec = fleet_spec(self.settings)
         except LaunchConfigError as exc:
             raise for_option(exc) from None
         write = terminal_write(self.config)

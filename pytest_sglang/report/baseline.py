@@ -1,3 +1,4 @@
+# Over 600 lines: one comparison (limits, noise, launches, gate figures); BaselineContext calls its private helpers.
 """Baselines: compare this run's figures with a previous JSON report, per test.
 
 Two kinds of figures are compared, with the same limits (``--sglang-max-regression``):

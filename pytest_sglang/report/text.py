@@ -6,11 +6,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_sglang.formatting import fmt
+from pytest_sglang.formatting import Value, fmt
 from pytest_sglang.report.records import START_NODEID
 
 
-def value(v: Any, unit: str = "") -> str:
+def value(v: Value | list[Value], unit: str = "") -> str:
     text = ", ".join(fmt(x) for x in v) if isinstance(v, list) else fmt(v)
     return f"{text} {unit}" if unit and v is not None else text
 

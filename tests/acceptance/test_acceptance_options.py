@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_sglang.acceptance.support import acceptance_settings
+from pytest_sglang.acceptance.support import SETTING_OF_FIELD, acceptance_settings
 from pytest_sglang.correctness import AcceptanceSettings
 from pytest_sglang.plugin import settings
 from tests.conftest import SimFactory
@@ -29,6 +29,13 @@ def test_every_field_comes_from_its_option() -> None:
         samples=3, max_tokens=5, request_timeout_s=7.5, min_match_rate=0.5, max_kl=0.004, concurrency=2,
         disconnect_timeout_s=9.0)
     assert acceptance_settings(settings.resolve({}, {}, environ={})) == AcceptanceSettings()  # the same defaults
+
+
+def test_one_mapping_covers_every_field_and_every_acceptance_option() -> None:
+    """Issue 31: the settings -> engine mapping is one table; a new field or option without a row fails here."""
+    assert sorted(SETTING_OF_FIELD) == sorted(AcceptanceSettings.field_names())
+    options = sorted(o.name for o in settings.OPTIONS if o.name.startswith("sglang_acceptance_"))
+    assert sorted(SETTING_OF_FIELD.values()) == options
 
 
 def test_cli_env_and_ini_values_reach_the_checks(pytester: pytest.Pytester, sim_factory: SimFactory,
