@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from pytest_sglang.loadgen import LoadSpec, traces
-from pytest_sglang.loadgen.datasets import check_trace
+from pytest_sglang.loadgen.prompts.datasets import check_trace
 
 
 def write_trace(path: Path, rows: int) -> None:

@@ -60,7 +60,7 @@ from pytest_sglang.gates.throughput import (
     TimeScale,
     load_spec,
 )
-from pytest_sglang.loadgen.spec import APIS
+from pytest_sglang.loadgen.shape.spec import APIS
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import SGLangFleet

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 import pytest
-from loadgen_fake import FakeServer
+from loadgen.loadgen_fake import FakeServer
 
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.throughput import run_marker as throughput_marker
