@@ -23,15 +23,15 @@ from typing import Any, TypeVar
 from pytest_sglang import ledger
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.loadgen.client import clock
+from pytest_sglang.loadgen.client.vocab import resolve_vocab
+from pytest_sglang.loadgen.measure.record import RequestRecord
 from pytest_sglang.loadgen.prompts.datasets import check_trace
 from pytest_sglang.loadgen.run.multiproc import run_processes
-from pytest_sglang.loadgen.measure.record import RequestRecord
 from pytest_sglang.loadgen.run.replay import run_trace
 from pytest_sglang.loadgen.run.result import LoadResult
 from pytest_sglang.loadgen.run.runner import Progress, ShardResult, TimedRun, run_single
 from pytest_sglang.loadgen.run.sessions import run_sessions
 from pytest_sglang.loadgen.shape.spec import LoadSpec, dataset_parts
-from pytest_sglang.loadgen.client.vocab import resolve_vocab
 from pytest_sglang.redaction import register
 
 __all__ = ["LoadResult", "LoadSpec", "RequestRecord", "run_load"]

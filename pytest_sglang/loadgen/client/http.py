@@ -20,12 +20,12 @@ import httpx
 from httpx_aiohttp import AiohttpTransport
 
 from pytest_sglang.defaults import CLIENT_KEEPALIVE_S
-from pytest_sglang.loadgen.prompts.bodies import PATHS, request_body
 from pytest_sglang.loadgen.client.clock import stream_clock
-from pytest_sglang.loadgen.prompts.datasets import Prompt
-from pytest_sglang.loadgen.measure.record import RequestRecord
-from pytest_sglang.loadgen.shape.spec import LoadSpec
 from pytest_sglang.loadgen.client.streams import StreamReader, make_reader
+from pytest_sglang.loadgen.measure.record import RequestRecord
+from pytest_sglang.loadgen.prompts.bodies import PATHS, request_body
+from pytest_sglang.loadgen.prompts.datasets import Prompt
+from pytest_sglang.loadgen.shape.spec import LoadSpec
 
 _DATA = b"data:"
 #: Bytes of a non-200 body read for its error message (the rest is not read at all).

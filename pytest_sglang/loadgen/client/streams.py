@@ -14,8 +14,8 @@ import json
 import re
 from typing import Any
 
-from pytest_sglang.loadgen.prompts.bodies import PATHS, request_body
 from pytest_sglang.loadgen.measure.record import RequestRecord
+from pytest_sglang.loadgen.prompts.bodies import PATHS, request_body
 
 __all__ = ["PATHS", "NativeReader", "OpenAIReader", "StreamReader", "make_reader", "request_body"]
 

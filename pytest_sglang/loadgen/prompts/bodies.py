@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_sglang.loadgen.prompts.datasets import Prompt, PromptValue
-from pytest_sglang.loadgen.workloads.imageset import image_shape
 from pytest_sglang.loadgen.shape.spec import LoadSpec
+from pytest_sglang.loadgen.workloads.imageset import image_shape
 
 PATHS = {"native": "/generate", "completions": "/v1/completions", "chat": "/v1/chat/completions"}
 

@@ -20,10 +20,10 @@ from typing import Any
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.files import DEFAULT_CAP, read_capped_text
-from pytest_sglang.loadgen.workloads import traces
-from pytest_sglang.loadgen.workloads.imageset import ImagePool, image_pool, image_shape, read_mmmu
 from pytest_sglang.loadgen.shape.spec import MAX_LEN, MAX_LOAD_S, LoadSpec, dataset_parts
+from pytest_sglang.loadgen.workloads import traces
 from pytest_sglang.loadgen.workloads.forms import TRACE_KINDS
+from pytest_sglang.loadgen.workloads.imageset import ImagePool, image_pool, image_shape, read_mmmu
 
 #: Rough characters per token for text prompts when no tokenizer is at hand (the server's own
 #: ``prompt_tokens`` replaces the estimate once a request completes).

@@ -29,6 +29,8 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pytest_sglang.errors import LoadGenError
+from pytest_sglang.loadgen.ray.barrier import StartBarrier
+from pytest_sglang.loadgen.ray.placement import alive_nodes, check_nodes, local_nodes, require_ray
 from pytest_sglang.loadgen.run.multiproc import (
     BARRIER_TIMEOUT_S,
     ChildReport,
@@ -39,8 +41,6 @@ from pytest_sglang.loadgen.run.multiproc import (
     run_child,
     shard_jobs,
 )
-from pytest_sglang.loadgen.ray.barrier import StartBarrier
-from pytest_sglang.loadgen.ray.placement import alive_nodes, check_nodes, local_nodes, require_ray
 from pytest_sglang.loadgen.run.runner import Progress, ShardResult
 from pytest_sglang.loadgen.shape.spec import LoadSpec
 from pytest_sglang.server.ray import driver_log

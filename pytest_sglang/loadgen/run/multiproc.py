@@ -28,11 +28,11 @@ from multiprocessing.synchronize import Barrier
 from pytest_sglang.errors import LoadGenError
 from pytest_sglang.loadgen.client import clock
 from pytest_sglang.loadgen.client.http import make_client
+from pytest_sglang.loadgen.client.servermetrics import MetricsSampler
 from pytest_sglang.loadgen.measure.collect import Collector
 from pytest_sglang.loadgen.prompts.datasets import PromptSource
 from pytest_sglang.loadgen.run.runner import Progress, Shard, ShardResult, probe, run_shard, warmup
 from pytest_sglang.loadgen.run.runner import flush_cache as do_flush
-from pytest_sglang.loadgen.client.servermetrics import MetricsSampler
 from pytest_sglang.loadgen.shape.spec import LoadSpec
 
 #: Spawned children must import the package and build a client; allow for a loaded machine.

@@ -16,14 +16,14 @@ from typing import Any
 
 import httpx
 
-from pytest_sglang.loadgen.workloads import traces
 from pytest_sglang.loadgen.client.http import send_request
-from pytest_sglang.loadgen.measure.collect import Collector
-from pytest_sglang.loadgen.prompts.datasets import Prompt, check_trace
-from pytest_sglang.loadgen.measure.record import RequestRecord
-from pytest_sglang.loadgen.run.runner import Driver, Progress, Shard, ShardResult, expiry, start_sampler
 from pytest_sglang.loadgen.client.servermetrics import MetricsSampler
+from pytest_sglang.loadgen.measure.collect import Collector
+from pytest_sglang.loadgen.measure.record import RequestRecord
+from pytest_sglang.loadgen.prompts.datasets import Prompt, check_trace
+from pytest_sglang.loadgen.run.runner import Driver, Progress, Shard, ShardResult, expiry, start_sampler
 from pytest_sglang.loadgen.shape.spec import LoadSpec, dataset_parts
+from pytest_sglang.loadgen.workloads import traces
 
 
 def trace_prompt(spec: LoadSpec, row: traces.TraceRow) -> Prompt:

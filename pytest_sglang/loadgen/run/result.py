@@ -6,14 +6,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from pytest_sglang.loadgen.client.vocab import vocab_text
 from pytest_sglang.loadgen.measure.collect import Collector
 from pytest_sglang.loadgen.measure.intervals import MAX_SAMPLES, Samples, thin
 from pytest_sglang.loadgen.measure.record import RequestRecord
-from pytest_sglang.loadgen.shape.spec import LoadSpec
 from pytest_sglang.loadgen.measure.stats import calculate_metrics, error_counts, percentile
 from pytest_sglang.loadgen.measure.steady import steady_report, steady_text
 from pytest_sglang.loadgen.prompts.tokencount import token_report, token_text
-from pytest_sglang.loadgen.client.vocab import vocab_text
+from pytest_sglang.loadgen.shape.spec import LoadSpec
 
 _BACKENDS = {"native": "sglang", "completions": "sglang-oai", "chat": "sglang-oai-chat"}
 #: Fields that are not bench_serving metrics (what explains them, and how they were obtained).

@@ -21,12 +21,12 @@ from typing import Any
 import httpx
 
 from pytest_sglang.errors import LoadGenError
-from pytest_sglang.loadgen.shape.cancel import cancelled_indices
 from pytest_sglang.loadgen.client.http import describe_exc, make_client, send_request
-from pytest_sglang.loadgen.measure.collect import Collector
-from pytest_sglang.loadgen.prompts.datasets import PromptSource
-from pytest_sglang.loadgen.measure.record import RequestRecord, one_line
 from pytest_sglang.loadgen.client.servermetrics import MetricsSampler, read_bounded
+from pytest_sglang.loadgen.measure.collect import Collector
+from pytest_sglang.loadgen.measure.record import RequestRecord, one_line
+from pytest_sglang.loadgen.prompts.datasets import PromptSource
+from pytest_sglang.loadgen.shape.cancel import cancelled_indices
 from pytest_sglang.loadgen.shape.spec import WARMUP_MAX_TOKENS, LoadSpec
 from pytest_sglang.redaction import scrub
 

@@ -23,11 +23,11 @@ from typing import Any
 import httpx
 
 from pytest_sglang.loadgen.client.http import send_request
-from pytest_sglang.loadgen.measure.collect import Collector
-from pytest_sglang.loadgen.prompts.datasets import Prompt, estimate_len
-from pytest_sglang.loadgen.measure.record import RequestRecord
-from pytest_sglang.loadgen.run.runner import Driver, Progress, Shard, ShardResult, expiry, start_sampler
 from pytest_sglang.loadgen.client.servermetrics import MetricsSampler
+from pytest_sglang.loadgen.measure.collect import Collector
+from pytest_sglang.loadgen.measure.record import RequestRecord
+from pytest_sglang.loadgen.prompts.datasets import Prompt, estimate_len
+from pytest_sglang.loadgen.run.runner import Driver, Progress, Shard, ShardResult, expiry, start_sampler
 from pytest_sglang.loadgen.shape.spec import LoadSpec
 from pytest_sglang.loadgen.workloads.forms import MultiTurnShape, multiturn_shape
 

@@ -30,13 +30,13 @@ import httpx
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.loadgen.client import clock
 from pytest_sglang.loadgen.client.http import make_client, send_request
-from pytest_sglang.loadgen.prompts.datasets import PromptSource
+from pytest_sglang.loadgen.client.vocab import resolve_vocab
 from pytest_sglang.loadgen.measure.record import RequestRecord
+from pytest_sglang.loadgen.prompts.datasets import PromptSource
 from pytest_sglang.loadgen.run.runner import Driver, arrival_offsets, probe
+from pytest_sglang.loadgen.shape.spec import MAX_LOAD_S, MAX_REQUESTS, LoadSpec
 from pytest_sglang.loadgen.soak.sampler import Sampler, process_tree_rss_mb
 from pytest_sglang.loadgen.soak.series import SoakSample, Stall
-from pytest_sglang.loadgen.shape.spec import MAX_LOAD_S, MAX_REQUESTS, LoadSpec
-from pytest_sglang.loadgen.client.vocab import resolve_vocab
 from pytest_sglang.redaction import register
 
 __all__ = ["GRACE_S", "MAX_SAMPLES", "SoakRun", "SoakSpec", "process_tree_rss_mb", "run_soak"]

@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from pytest_sglang.loadgen import LoadSpec, bodies, client
-from pytest_sglang.loadgen.prompts.datasets import Prompt
 from pytest_sglang.loadgen.measure.record import RequestRecord
+from pytest_sglang.loadgen.prompts.datasets import Prompt
 
 ENCODE_S = 0.3
 

@@ -7,12 +7,12 @@ import time
 from typing import Any
 
 import pytest
-from loadgen.loadgen_fake import FakeServer
 
+from loadgen.loadgen_fake import FakeServer
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.client.http import MAX_ERROR_BODY, max_line_bytes
-from pytest_sglang.loadgen.measure.record import RequestRecord
 from pytest_sglang.loadgen.client.streams import make_reader
+from pytest_sglang.loadgen.measure.record import RequestRecord
 
 FAST: dict[str, Any] = dict(input_len=8, output_len=6, warmup=0, sample_server_metrics=False)
 

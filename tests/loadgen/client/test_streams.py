@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_sglang.loadgen.prompts.datasets import Prompt
-from pytest_sglang.loadgen.measure.record import RequestRecord
-from pytest_sglang.loadgen.shape.spec import LoadSpec
 from pytest_sglang.loadgen.client.streams import make_reader, request_body
+from pytest_sglang.loadgen.measure.record import RequestRecord
+from pytest_sglang.loadgen.prompts.datasets import Prompt
+from pytest_sglang.loadgen.shape.spec import LoadSpec
 
 CAPTURES = Path(__file__).parents[2] / "fixtures" / "captures-0.5.23" / "basic"
 _LINE = re.compile(r"^\[\+([0-9.]+)s\] data: (.*)$")

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from loadgen.sim_model import SHAPE
 
+from loadgen.sim_model import SHAPE
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.throughput import evaluate_throughput
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.measure.collect import Collector
 from pytest_sglang.loadgen.measure.record import RequestRecord
-from pytest_sglang.loadgen.run.result import LoadResult
 from pytest_sglang.loadgen.measure.steady import steady_metrics
+from pytest_sglang.loadgen.run.result import LoadResult
 from pytest_sglang.report import terminal
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loadgen.loadgen_fake import FakeServer
 from PIL import Image
 
+from loadgen.loadgen_fake import FakeServer
 from pytest_sglang import images
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.loadgen import LoadSpec, run_load

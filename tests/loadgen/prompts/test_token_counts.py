@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from loadgen.sim_model import MODEL, SHAPE
 
+from loadgen.sim_model import MODEL, SHAPE
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.throughput import evaluate_throughput
 from pytest_sglang.loadgen import LoadSpec, run_load
-from pytest_sglang.loadgen.soak.run import SoakSpec, run_soak
 from pytest_sglang.loadgen.client.vocab import resolve_vocab, vocab_text
+from pytest_sglang.loadgen.soak.run import SoakSpec, run_soak
 from pytest_sglang.sockets import free_port
 from tests.server.fakehttp import SERVER_INFO, fake_server, json_answer
 

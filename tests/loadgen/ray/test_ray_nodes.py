@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
 from loadgen.ray_cluster import ray_cluster, ray_nodes, shard_processes
 from loadgen.sim_model import SHAPE, STEP_S
-
 from pytest_sglang.errors import ConfigError, LoadGenError
 from pytest_sglang.loadgen import LoadSpec, run_load
-from pytest_sglang.loadgen.ray.nodes import run_nodes
 from pytest_sglang.loadgen.measure.stats import calculate_metrics
+from pytest_sglang.loadgen.ray.nodes import run_nodes
 from pytest_sglang.server.ray import driver_log
 
 __all__ = ["ray_cluster", "ray_nodes"]

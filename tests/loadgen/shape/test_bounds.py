@@ -14,12 +14,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from loadgen.loadgen_fake import FakeServer
 
+from loadgen.loadgen_fake import FakeServer
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.loadgen import LoadSpec, run_load
-from pytest_sglang.loadgen.soak.run import SoakSpec
 from pytest_sglang.loadgen.shape.spec import MAX_LOAD_S
+from pytest_sglang.loadgen.soak.run import SoakSpec
 
 #: Runs a load in a fresh interpreter and prints its figures, including the peak RSS while it ran.
 MEMORY_SCRIPT = """

@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from loadgen.sim_model import MODEL
 
+from loadgen.sim_model import MODEL
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.loadgen import LoadSpec, run_load
-from pytest_sglang.loadgen.shape.cancel import cancel_count, cancelled_indices
 from pytest_sglang.loadgen.measure.collect import Collector
 from pytest_sglang.loadgen.measure.record import RequestRecord
+from pytest_sglang.loadgen.shape.cancel import cancel_count, cancelled_indices
 
 BAD = [
     (dict(cancel_rate=1.5), "LoadSpec.cancel_rate=1.5: must be a fraction of the requests from 0 to 1"),
