@@ -8,6 +8,7 @@ the server sends them, else text chunks) and must agree with the count the serve
 chunk is untrusted JSON: a shape the reader does not expect fails the request, never the run.
 """
 
+# Over 300 lines: one reader per API on one base, side by side so their bench_serving measurements match.
 from __future__ import annotations
 
 import json

@@ -8,6 +8,7 @@ means and standard deviations, maxima, throughput peaks. Latency percentiles the
 sample, and the result says so. Memory is bounded by the cap, not by the number of requests.
 """
 
+# Over 300 lines: the exact running figures and the reservoir change together (one Collector, one cap).
 from __future__ import annotations
 
 import math

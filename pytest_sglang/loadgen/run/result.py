@@ -1,5 +1,6 @@
 """:class:`LoadResult`: attributes and ``to_dict()`` keys are SGLang bench_serving's JSON keys."""
 
+# Over 300 lines: LoadResult's fields are bench_serving's JSON keys, one dataclass; its reports read them.
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -9,6 +9,7 @@ sent. Cancelling the run (Ctrl-C: ``asyncio.Runner`` cancels the main task) canc
 flight before the cancellation goes on.
 """
 
+# Over 300 lines: arrivals, warmup, flush and the timed run share one deadline and one Driver.
 from __future__ import annotations
 
 import asyncio

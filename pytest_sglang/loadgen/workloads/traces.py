@@ -17,6 +17,7 @@ sent; :func:`rows` yields them during the replay. The file is read twice, so it 
 a FIFO (or a device) is refused before it is opened for reading, never waited on.
 """
 
+# Over 300 lines: both trace formats' readers share the bounded line reader and the row checks.
 from __future__ import annotations
 
 import csv
