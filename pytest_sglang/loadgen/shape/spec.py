@@ -1,17 +1,18 @@
 """What load to generate: :class:`LoadSpec`, validated when built (bad values name the field and the fix)."""
 
+# Over 300 lines: each LoadSpec field's check sits in the class beside it: a limit and its message, one edit.
 from __future__ import annotations
 
 import dataclasses
 import math
 import warnings
 from dataclasses import InitVar, dataclass
-from typing import Any
+from typing import Any, cast
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.loadgen.shape.cancel import cancel_count
-from pytest_sglang.loadgen.workloads.imageset import image_shape
 from pytest_sglang.loadgen.workloads.forms import DEFAULT_TRACE_CAP, TRACE_KINDS, multiturn_shape
+from pytest_sglang.loadgen.workloads.imageset import image_shape
 
 APIS = ("native", "chat", "completions")
 #: Dataset forms: ``random-ids``, ``sharegpt:PATH``, ``jsonl:PATH``, the traces ``mooncake:PATH`` and
@@ -317,9 +318,9 @@ class LoadSpec:
         """Whether the dataset is a recorded trace replayed on its own clock."""
         return dataset_parts(self.dataset)[0] in TRACE_KINDS
 
-    def replace(self, **changes: Any) -> LoadSpec:
-        """A copy of this spec with ``changes`` applied (validated again)."""
-        return dataclasses.replace(self, **changes)
+    def replace(self, **changes: int | float | str | bool | None) -> LoadSpec:
+        """A copy of this spec with ``changes`` applied (validated again: a wrong type is a ConfigError)."""
+        return dataclasses.replace(self, **cast("dict[str, Any]", changes))
 
     def with_timeouts(self, request_timeout_s: float | None, load_timeout_s: float | None) -> LoadSpec:
         """This spec with defaults (e.g. the plugin's options) for the timeouts it leaves unset."""
