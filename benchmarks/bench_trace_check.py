@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_sglang.loadgen import LoadSpec, traces
+from pytest_sglang.loadgen import LoadSpec
+from pytest_sglang.loadgen.workloads import traces
 from pytest_sglang.loadgen.prompts.datasets import check_trace
 
 

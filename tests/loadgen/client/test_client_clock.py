@@ -10,7 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from pytest_sglang.loadgen import LoadSpec, bodies, client
+from pytest_sglang.loadgen import LoadSpec
+from pytest_sglang.loadgen.prompts import bodies
+from pytest_sglang.loadgen.client import http as client
 from pytest_sglang.loadgen.measure.record import RequestRecord
 from pytest_sglang.loadgen.prompts.datasets import Prompt
 

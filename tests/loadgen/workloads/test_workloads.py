@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.loadgen import LoadSpec, traces
+from pytest_sglang.loadgen import LoadSpec
+from pytest_sglang.loadgen.workloads import traces
 from pytest_sglang.loadgen.client.servermetrics import parse_cache
 from pytest_sglang.loadgen.client.streams import make_reader
 from pytest_sglang.loadgen.measure.collect import Collector
