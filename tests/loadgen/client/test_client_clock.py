@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from pytest_sglang.loadgen import LoadSpec
-from pytest_sglang.loadgen.prompts import bodies
 from pytest_sglang.loadgen.client import http as client
 from pytest_sglang.loadgen.measure.record import RequestRecord
+from pytest_sglang.loadgen.prompts import bodies
 from pytest_sglang.loadgen.prompts.datasets import Prompt
 
 ENCODE_S = 0.3

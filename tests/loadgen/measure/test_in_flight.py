@@ -8,7 +8,6 @@ large load) count requests actually in flight.
 from __future__ import annotations
 
 from loadgen.measure.test_stats import rec
-
 from pytest_sglang.loadgen.measure.collect import Running
 from pytest_sglang.loadgen.measure.stats import in_flight_peak, peaks
 

@@ -11,7 +11,6 @@ import pytest
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.loadgen import LoadSpec
-from pytest_sglang.loadgen.workloads import traces
 from pytest_sglang.loadgen.client.servermetrics import parse_cache
 from pytest_sglang.loadgen.client.streams import make_reader
 from pytest_sglang.loadgen.measure.collect import Collector
@@ -19,6 +18,7 @@ from pytest_sglang.loadgen.measure.record import RequestRecord
 from pytest_sglang.loadgen.prompts.datasets import PromptSource, check_trace
 from pytest_sglang.loadgen.run.replay import trace_prompt
 from pytest_sglang.loadgen.run.result import LoadResult, cache_report, merge_cache_reports
+from pytest_sglang.loadgen.workloads import traces
 from pytest_sglang.loadgen.workloads.forms import MOONCAKE_BLOCK, MultiTurnShape, multiturn_shape
 
 TRACES = Path(__file__).parents[2] / "fixtures" / "traces"
