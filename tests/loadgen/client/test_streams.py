@@ -13,7 +13,7 @@ from pytest_sglang.loadgen.measure.record import RequestRecord
 from pytest_sglang.loadgen.prompts.datasets import Prompt
 from pytest_sglang.loadgen.shape.spec import LoadSpec
 
-CAPTURES = Path(__file__).parents[2] / "fixtures" / "captures-0.5.23" / "basic"
+CAPTURES = Path(__file__).parents[3] / "fixtures" / "captures-0.5.23" / "basic"
 _LINE = re.compile(r"^\[\+([0-9.]+)s\] data: (.*)$")
 
 

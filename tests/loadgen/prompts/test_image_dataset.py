@@ -26,7 +26,7 @@ from pytest_sglang.loadgen.prompts.datasets import PromptSource
 from pytest_sglang.loadgen.workloads.imageset import ImagePool, image_pool, image_shape, resolution_bounds
 
 QWEN_TOKEN = "<|vision_start|><|image_pad|><|vision_end|>"
-BENCH_SHAPES = Path(__file__).parents[2] / "fixtures" / "bench_serving" / "image-bodies.json"
+BENCH_SHAPES = Path(__file__).parents[3] / "fixtures" / "bench_serving" / "image-bodies.json"
 
 
 def spec(dataset: str, **over: Any) -> LoadSpec:

@@ -21,7 +21,7 @@ from pytest_sglang.loadgen.run.result import LoadResult, cache_report, merge_cac
 from pytest_sglang.loadgen.workloads import traces
 from pytest_sglang.loadgen.workloads.forms import MOONCAKE_BLOCK, MultiTurnShape, multiturn_shape
 
-TRACES = Path(__file__).parents[2] / "fixtures" / "traces"
+TRACES = Path(__file__).parents[3] / "fixtures" / "traces"
 MOONCAKE = TRACES / "mooncake-sample.jsonl"
 BURSTGPT = TRACES / "burstgpt-sample.csv"
 

@@ -18,7 +18,7 @@ import pytest
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.workloads import traces as trace_io
 
-TRACES = Path(__file__).parents[2] / "fixtures" / "traces"
+TRACES = Path(__file__).parents[3] / "fixtures" / "traces"
 MOONCAKE = f"mooncake:{TRACES / 'mooncake-sample.jsonl'}"
 BURSTGPT = f"burstgpt:{TRACES / 'burstgpt-sample.csv'}"
 SIM = ("--enable-metrics", "--enable-cache-report")
