@@ -7,14 +7,16 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 from pytest_sglang.cli.common import add_server_flags, api_key, check_auth, server_url, usage_error, writable
 from pytest_sglang.cli.load_table import CheckProgress, ProgressBar, summary
 from pytest_sglang.errors import ConfigError, LoadGenError
 from pytest_sglang.loadgen import LoadSpec, run_load
-from pytest_sglang.loadgen.datasets import PromptSource, check_trace
-from pytest_sglang.loadgen.spec import DATASET_FORMS, DATASET_KINDS, MAX_REQUESTS, dataset_parts
-from pytest_sglang.loadgen.workloads import TRACE_KINDS
+from pytest_sglang.loadgen.prompts.datasets import PromptSource, check_trace
+from pytest_sglang.loadgen.shape.load import SPEC_FIELDS, LoadShape
+from pytest_sglang.loadgen.shape.spec import DATASET_FORMS, DATASET_KINDS, MAX_REQUESTS, dataset_parts
+from pytest_sglang.loadgen.workloads.forms import TRACE_KINDS
 from pytest_sglang.plugin.settings import parse_positive_float
 from pytest_sglang.redaction import scrub
 
@@ -181,30 +183,26 @@ def _required(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None
         parser.error(f"the following arguments are required: {', '.join(missing)}")
 
 
+def shape_flag(name: str) -> str:
+    """The load command's flag of a load-shape keyword (``request_timeout_s`` -> ``--request-timeout``)."""
+    return "--" + name.removesuffix("_s").replace("_", "-")
+
+
 def spec_from_args(args: argparse.Namespace) -> LoadSpec:
-    defaults = LoadSpec()
-    return LoadSpec(
+    # The load-shape keywords (loadgen/shape/load.py), by their flags; unset ones keep LoadShape's defaults.
+    given = {name: getattr(args, shape_flag(name)[2:].replace("-", "_")) for name in SPEC_FIELDS}
+    shape = LoadShape(**cast("dict[str, Any]", {k: v for k, v in given.items() if v is not None}))
+    return shape.spec(
         requests=args.requests if args.requests is not None else MAX_REQUESTS,  # a trace: every row
-        concurrency=args.concurrency,
-        request_rate=args.request_rate,
         burstiness=args.burstiness,
-        input_len=args.input_len if args.input_len is not None else defaults.input_len,
-        output_len=args.output_len if args.output_len is not None else defaults.output_len,
         range_ratio=args.range_ratio,
-        dataset=args.dataset,
-        api=args.api,
         ignore_eos=not args.disable_ignore_eos,
         warmup=args.warmup,
         seed=args.seed,
-        request_timeout_s=args.request_timeout,
-        load_timeout_s=args.load_timeout,
         max_records=args.max_records,
         flush_cache=args.flush_cache,
         processes=args.processes,
         model=args.model,
-        trace_time_scale=args.trace_time_scale,
-        cancel_rate=args.cancel_rate,
-        cancel_after_tokens=args.cancel_after_tokens,
     )
 
 

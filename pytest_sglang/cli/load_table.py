@@ -6,8 +6,8 @@ import time
 from typing import TextIO
 
 from pytest_sglang.loadgen import LoadResult, LoadSpec
-from pytest_sglang.loadgen.spec import dataset_parts
-from pytest_sglang.loadgen.workloads import TRACE_KINDS
+from pytest_sglang.loadgen.shape.spec import dataset_parts
+from pytest_sglang.loadgen.workloads.forms import TRACE_KINDS
 
 
 class ProgressBar:
@@ -37,7 +37,7 @@ class ProgressBar:
 class CheckProgress:
     """Rows read while a trace is checked, on stderr: a trace of millions of rows takes a while.
 
-    On a terminal one line, updated every :data:`~pytest_sglang.loadgen.traces.PROGRESS_ROWS` rows;
+    On a terminal one line, updated every :data:`~pytest_sglang.loadgen.workloads.traces.PROGRESS_ROWS` rows;
     otherwise (a log) a line at the first update and every 16th: visible, without flooding the log.
     """
 

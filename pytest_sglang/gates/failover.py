@@ -31,19 +31,9 @@ from pytest_sglang.gates.failover_run import RECOVER_WINDOW_S, TIMELINE, Failove
 from pytest_sglang.gates.keywords import AtLeast, AtMost, Fraction, KeywordError, OneOf, Requires, Threshold
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.shares import REQUESTS_KEY, SHARES_KEY
-from pytest_sglang.gates.throughput import (
-    CancelAfter,
-    CancelRate,
-    Dataset,
-    DrainSeconds,
-    InFlight,
-    Length,
-    Requests,
-    Timeout,
-    TimeScale,
-)
+from pytest_sglang.gates.throughput import load_keywords
 from pytest_sglang.loadgen import LoadSpec
-from pytest_sglang.loadgen.spec import APIS
+from pytest_sglang.loadgen.shape.load import LoadShape
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import Handle, SGLangFleet
@@ -76,6 +66,7 @@ _RESTORE_FIX = ("read the restarted worker's log and the gateway's; later tests 
                          fix="drop max_recover_s, or leave restart at True"),
                  Requires("max_drain_s", needs=("cancel_rate",), why="the drain after cancelled requests",
                           fix="give cancel_rate=0.2 too, or drop max_drain_s"))
+@load_keywords(concurrency=16, requests=256, input_len=256, output_len=64)
 def run_marker(
     ctx: GateContext,
     *,
@@ -86,19 +77,7 @@ def run_marker(
     max_error_rate: Annotated[float, Fraction()] = 0.0,
     max_detect_s: Threshold = None,
     max_recover_s: Threshold = None,
-    concurrency: InFlight = 16,
-    request_rate: Threshold = None,
-    requests: Requests = 256,
-    input_len: Length = 256,
-    output_len: Length = 64,
-    api: Annotated[str, OneOf(APIS)] = "native",
-    dataset: Dataset = "random-ids",
-    trace_time_scale: TimeScale = 1.0,
-    request_timeout_s: Timeout = None,
-    load_timeout_s: Timeout = None,
-    cancel_rate: CancelRate = None,
-    cancel_after_tokens: CancelAfter = None,
-    max_drain_s: DrainSeconds = None,
+    shape: LoadShape,
     target: Annotated[str, OneOf(TARGETS, origin="what the gate restarts")] = "worker",
 ) -> GateOutcome:
     """``@pytest.mark.sglang_failover``: kill a worker under load, judge errors, detection and recovery.
@@ -111,17 +90,12 @@ def run_marker(
     """
     # The keywords first: a typo is named whatever the server turns out to be.
     try:
-        spec = _spec(ctx, LoadSpec(requests=requests, concurrency=concurrency, request_rate=request_rate,
-                                   input_len=input_len, output_len=output_len, api=api, dataset=dataset,
-                                   trace_time_scale=trace_time_scale,
-                                   request_timeout_s=request_timeout_s, load_timeout_s=load_timeout_s,
-                                   cancel_rate=cancel_rate or 0.0, cancel_after_tokens=cancel_after_tokens,
-                                   sample_server_metrics=False))  # a gateway has no SGLang /metrics
+        spec = _spec(ctx, shape.spec(sample_server_metrics=False))  # a gateway has no SGLang /metrics
     except ConfigError as exc:  # the load's own checks (e.g. the dataset's form): name the marker's keyword
         raise KeywordError(MARKER, {exc.source.removeprefix("LoadSpec."): exc.value}, exc.problem, exc.fix) from None
     if target == "gateway":
-        _check_gateway_keywords(worker=worker, restart=restart, max_detect_s=max_detect_s, cancel_rate=cancel_rate,
-                                max_drain_s=max_drain_s)
+        _check_gateway_keywords(worker=worker, restart=restart, max_detect_s=max_detect_s,
+                                cancel_rate=shape.cancel_rate, max_drain_s=shape.max_drain_s)
     fleet = fleet_of(ctx.server)
     if fleet is None:
         return _no_fleet(ctx.server)
@@ -138,7 +112,7 @@ def run_marker(
                            f"give worker=0 to worker={len(fleet.workers) - 1}")
     run = FailoverRun(fleet, worker, signal.Signals[kill].value, spec, restart=restart, max_detect_s=max_detect_s,
                       max_recover_s=max_recover_s, api_key=ctx.server.api_key)
-    storm = Storm.before(fleet, max_drain_s) if cancel_rate or max_drain_s is not None else None
+    storm = Storm.before(fleet, shape.max_drain_s) if shape.storm_wanted() else None
     if storm is not None and not restart:  # the killed worker stays down: only the others can drain
         storm.readers.pop(fleet.workers[worker].name(), None)
         storm.idle.pop(fleet.workers[worker].name(), None)

@@ -34,28 +34,15 @@ from pytest_sglang.gates.keywords import (
     Always,
     AtLeast,
     EachOneOf,
-    OneOf,
     OptionalCount,
     Requires,
-    Threshold,
     rules,
 )
 from pytest_sglang.gates.registration import registration_check
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.shares import WorkerShares, measure
-from pytest_sglang.gates.throughput import (
-    CancelAfter,
-    CancelRate,
-    Dataset,
-    DrainSeconds,
-    InFlight,
-    Length,
-    Requests,
-    Timeout,
-    TimeScale,
-    load_spec,
-)
-from pytest_sglang.loadgen.spec import APIS
+from pytest_sglang.gates.throughput import load_keywords, load_spec
+from pytest_sglang.loadgen.shape.load import LoadShape
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import SGLangFleet, WorkerHandle
@@ -196,6 +183,7 @@ def cache_check(ctx: GateContext, fleet: SGLangFleet, out: GateOutcome) -> None:
                 fix="give max_imbalance too (the load is sent for it), or drop cancel_rate"),
        Requires("max_drain_s", needs=("cancel_rate",), why="the drain after cancelled requests",
                 fix="give cancel_rate=0.2 too, or drop max_drain_s"))
+@load_keywords(concurrency=8, requests=64, input_len=128, output_len=16)
 def run_marker(
     ctx: GateContext,
     *,
@@ -204,19 +192,7 @@ def run_marker(
     ignore: FieldNames = None,
     max_imbalance: Annotated[float | None, AtLeast(0)] = None,
     cache_aware: bool = False,
-    concurrency: InFlight = 8,
-    request_rate: Threshold = None,
-    requests: Requests = 64,
-    input_len: Length = 128,
-    output_len: Length = 16,
-    api: Annotated[str, OneOf(APIS)] = "native",
-    dataset: Dataset = "random-ids",
-    trace_time_scale: TimeScale = 1.0,
-    request_timeout_s: Timeout = None,
-    load_timeout_s: Timeout = None,
-    cancel_rate: CancelRate = None,
-    cancel_after_tokens: CancelAfter = None,
-    max_drain_s: DrainSeconds = None,
+    shape: LoadShape,
 ) -> GateOutcome:
     """``@pytest.mark.sglang_fleet``: health, consistency, request shares and cache-aware routing of a fleet.
 
@@ -236,11 +212,8 @@ def run_marker(
         out.notes += same.notes
         out.unchecked += same.unchecked
     if max_imbalance is not None:
-        spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
-                         output_len=output_len, api=api, request_timeout_s=request_timeout_s,
-                         load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
-                         marker="sglang_fleet", cancel_rate=cancel_rate or 0.0, cancel_after_tokens=cancel_after_tokens)
-        storm = Storm.before(fleet, max_drain_s) if cancel_rate or max_drain_s is not None else None
+        spec = load_spec(shape, marker="sglang_fleet")
+        storm = Storm.before(fleet, shape.max_drain_s) if shape.storm_wanted() else None
         result, shares = measure(fleet, lambda: ctx.load(spec))
         out.checks += balance_checks(fleet, shares, result, max_imbalance)
         if storm is not None:  # each worker's own /metrics: the gateway's has no running requests or KV

@@ -4,7 +4,7 @@ Configuration comes from ``/server_info`` (top-level resolved args, reference §
 actually allocated comes from the ``sglang:hicache_host_total_tokens`` gauge when metrics are on, or
 from the startup log's ``Allocating ... hierarchical KV host pool`` lines when the plugin launched the
 server; each check names its source, and when neither exists the message says what to enable.
-``effective=True`` proves the cache works (:mod:`pytest_sglang.loadgen.prefix_reuse`).
+``effective=True`` proves the cache works (:mod:`pytest_sglang.loadgen.workloads.prefix_reuse`).
 
 A fleet's per-worker hicache evaluation (``evaluate_fleet_hicache``) is at the end of this module, not in one of
 its own: the marker and the assert helper call it, and it calls the single-server evaluation, so a
@@ -25,7 +25,7 @@ from pytest_sglang.gates.capacity import token_capacity
 from pytest_sglang.gates.keywords import OptionalCount, Requires, Threshold, sglang_choices
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.workers import for_worker, merge_context, no_workers, not_checked, unreachable_why
-from pytest_sglang.loadgen.prefix_reuse import ReuseResult, run_prefix_reuse
+from pytest_sglang.loadgen.workloads.prefix_reuse import ReuseResult, run_prefix_reuse
 from pytest_sglang.sglang.hostmem import GB, GiB
 
 if TYPE_CHECKING:

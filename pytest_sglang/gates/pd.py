@@ -48,19 +48,8 @@ from pytest_sglang.gates.pd_roles import (
 )
 from pytest_sglang.gates.pd_transfer import Limits, TransferWindow, read_all, transfer_checks
 from pytest_sglang.gates.registry import GateContext
-from pytest_sglang.gates.throughput import (
-    CancelAfter,
-    CancelRate,
-    Dataset,
-    DrainSeconds,
-    InFlight,
-    Length,
-    Requests,
-    Timeout,
-    TimeScale,
-    load_spec,
-)
-from pytest_sglang.loadgen.spec import APIS
+from pytest_sglang.gates.throughput import load_keywords, load_spec
+from pytest_sglang.loadgen.shape.load import LoadShape
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import SGLangFleet
@@ -138,6 +127,7 @@ def _under_load(ctx: GateContext, fleet: SGLangFleet, spec: LoadSpec, limits: Li
     Requires("max_drain_s", needs=("cancel_rate",), why="the drain after cancelled requests",
              fix="give cancel_rate=0.2 too, or drop max_drain_s"),
 )
+@load_keywords(concurrency=8, requests=64, input_len=256, output_len=16)
 def run_marker(
     ctx: GateContext,
     *,
@@ -151,19 +141,7 @@ def run_marker(
     max_transfer_share: Rate = None,
     max_transfer_ms: Threshold = None,
     max_error_rate: Annotated[float, Fraction()] = 0.0,
-    concurrency: InFlight = 8,
-    request_rate: Threshold = None,
-    requests: Requests = 64,
-    input_len: Length = 256,
-    output_len: Length = 16,
-    api: Annotated[str, OneOf(APIS)] = "native",
-    dataset: Dataset = "random-ids",
-    trace_time_scale: TimeScale = 1.0,
-    request_timeout_s: Timeout = None,
-    load_timeout_s: Timeout = None,
-    cancel_rate: CancelRate = None,
-    cancel_after_tokens: CancelAfter = None,
-    max_drain_s: DrainSeconds = None,
+    shape: LoadShape,
     parity: bool = False,
     parity_prompts: Annotated[int, AtLeast(1), AtMost(24)] = 8,
     parity_max_new_tokens: Annotated[int, AtLeast(1), AtMost(256)] = 4,
@@ -194,11 +172,8 @@ def run_marker(
     if load:
         limits = Limits(max_transfer_failures, max_transfer_failure_rate, max_bootstrap_failures,
                         max_bootstrap_failure_rate, max_transfer_share, max_transfer_ms)
-        spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
-                         output_len=output_len, api=api, request_timeout_s=request_timeout_s,
-                         load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
-                         marker="sglang_pd", cancel_rate=cancel_rate or 0.0, cancel_after_tokens=cancel_after_tokens)
-        storm = Storm.before(fleet, max_drain_s) if cancel_rate or max_drain_s is not None else None
+        spec = load_spec(shape, marker="sglang_pd")
+        storm = Storm.before(fleet, shape.max_drain_s) if shape.storm_wanted() else None
         result = _under_load(ctx, fleet, spec, limits, max_error_rate, out)
         if storm is not None:  # prefill and decode workers alike: each gives back what the cancelled requests held
             storm.judge(GATE, result, out)

@@ -3,7 +3,7 @@
 The readiness and liveness probes are given as a Kubernetes user writes them (``httpGet.path``,
 ``timeoutSeconds``, ``periodSeconds``, ``failureThreshold``; the keywords ``readiness_path``,
 ``readiness_timeout_seconds``, ...). During a load (the load keywords) every target (the server, or
-each reachable worker of a fleet) is probed at each probe's period (:mod:`pytest_sglang.loadgen.probing`).
+each reachable worker of a fleet) is probed at each probe's period (:mod:`pytest_sglang.loadgen.client.probing`).
 Each answer is awaited longer than the probe's timeout, so the real latency is known: a probe counts
 as failed, as the kubelet counts it, when it answered later than ``timeoutSeconds`` or outside 200-399.
 ``failureThreshold`` failures in a row mark the pod unready (readiness) or restart it (liveness): the
@@ -38,8 +38,9 @@ from pytest_sglang.gates.base import Check, GateCannotJudge, GateOutcome, compar
 from pytest_sglang.gates.keywords import Above, AnyOf, Count, KeywordError, OneOf, UrlPath, given, rules
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout, load_spec
-from pytest_sglang.loadgen.probing import Prober, ProbeResult, ProbeSpec
-from pytest_sglang.loadgen.spec import APIS, MAX_REQUESTS
+from pytest_sglang.loadgen.client.probing import Prober, ProbeResult, ProbeSpec
+from pytest_sglang.loadgen.shape.load import LoadShape
+from pytest_sglang.loadgen.shape.spec import APIS, MAX_REQUESTS
 
 if TYPE_CHECKING:
     from pytest_sglang.loadgen import LoadResult, LoadSpec
@@ -252,9 +253,8 @@ def run_marker(
                            f"checks nothing on {ctx.server.describe()}: no probe, and the DP-rank check needs "
                            "dp_size > 1 (every server here has one DP rank), so it would always pass",
                            "give readiness_path='/health' or liveness_path='/health'")
-    spec = load_spec(requests=requests, concurrency=concurrency, request_rate=None, input_len=input_len,
-                     output_len=output_len, api=api, request_timeout_s=request_timeout_s,
-                     load_timeout_s=load_timeout_s)
+    spec = load_spec(LoadShape(requests=requests, concurrency=concurrency, input_len=input_len, output_len=output_len,
+                               api=api, request_timeout_s=request_timeout_s, load_timeout_s=load_timeout_s))
     prober, loads, load_s = _probed_load(ctx, [(name, server) for name, _, server in targets], specs, spec)
     unjudged: list[str] = []
     for name, label, _ in targets:

@@ -5,7 +5,7 @@ so accuracy gates cannot see it) and the server is slower than without speculati
 
 * ``min_accept_length``: accepted tokens per verify step (drafts + the bonus token), over ``samples``
   greedy ``/generate`` requests' ``meta_info`` (``completion_tokens / spec_verify_ct`` summed, SGLang's
-  own average; :mod:`pytest_sglang.loadgen.spec_sample`). The server's ``sglang:spec_accept_length``
+  own average; :mod:`pytest_sglang.loadgen.client.spec_sample`). The server's ``sglang:spec_accept_length``
   gauge (either spelling; the last batch only) and ``/server_info`` ``avg_spec_accept_length`` (since
   the start) are shown beside it.
 * ``min_accept_rate``: accepted / proposed drafts (``meta_info.spec_accept_rate``), averaged per request.
@@ -43,8 +43,9 @@ from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.spec_buckets import FLOORS, Floor, bucket_label, bucket_lens, bucket_problem, floor_of
 from pytest_sglang.gates.throughput import InFlight, Length, Requests, Timeout, load_spec
 from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
-from pytest_sglang.loadgen.spec import MAX_LEN
-from pytest_sglang.loadgen.spec_sample import SpecSample, sample_acceptance
+from pytest_sglang.loadgen.client.spec_sample import SpecSample, sample_acceptance
+from pytest_sglang.loadgen.shape.load import LoadShape
+from pytest_sglang.loadgen.shape.spec import MAX_LEN
 from pytest_sglang.server.start import attach
 from pytest_sglang.sglang import metrics_text as promtext
 
@@ -247,9 +248,9 @@ def run_marker(
     for bucket in buckets:
         minimum = floor_of(min_speedup, bucket)
         if minimum is not None:
-            spec = load_spec(requests=requests, concurrency=concurrency, request_rate=None,
-                             input_len=bucket or input_len, output_len=output_len, api="native",
-                             request_timeout_s=request_timeout_s, load_timeout_s=load_timeout_s)
+            spec = load_spec(LoadShape(requests=requests, concurrency=concurrency, input_len=bucket or input_len,
+                                       output_len=output_len, request_timeout_s=request_timeout_s,
+                                       load_timeout_s=load_timeout_s))
             loads.append((bucket, spec, minimum))
     if loads:
         _speedup_check(ctx, loads, reference_url, out)

@@ -14,10 +14,12 @@ requests (a p99 of fewer than 100) is judged with a warning line: it is about th
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast, get_type_hints
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates import drain, keywords
@@ -35,12 +37,13 @@ from pytest_sglang.gates.keywords import (
 )
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadResult, LoadSpec
-from pytest_sglang.loadgen.datasets import PromptSource
-from pytest_sglang.loadgen.intervals import CONFIDENCE, figure_interval, side, unreliable_note
-from pytest_sglang.loadgen.result import merge_cache_reports
-from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS, MAX_TOLERANCE_PCT
-from pytest_sglang.loadgen.tokencount import BASES, merge_token_reports, token_text
-from pytest_sglang.loadgen.vocab import vocab_text
+from pytest_sglang.loadgen.client.vocab import vocab_text
+from pytest_sglang.loadgen.measure.intervals import CONFIDENCE, figure_interval, side, unreliable_note
+from pytest_sglang.loadgen.prompts.datasets import PromptSource
+from pytest_sglang.loadgen.prompts.tokencount import BASES, merge_token_reports, token_text
+from pytest_sglang.loadgen.run.result import merge_cache_reports
+from pytest_sglang.loadgen.shape.load import LOAD_SHAPE, LoadShape
+from pytest_sglang.loadgen.shape.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS, MAX_TOLERANCE_PCT
 
 if TYPE_CHECKING:
     from pytest_sglang.server.members import Handle
@@ -60,7 +63,7 @@ Timeout = Annotated[float | None, Above(0)]
 Dataset = str
 #: ``trace_time_scale=``: a trace's times are multiplied by it (SGLang's --mooncake-slowdown-factor).
 TimeScale = Annotated[float, Above(0)]
-#: ``prompt_token_tolerance_pct=``: % the server's prompt_tokens may differ from those sent (loadgen/tokencount.py).
+#: ``prompt_token_tolerance_pct=``: % the server's prompt_tokens may differ from those sent (prompts/tokencount.py).
 Tolerance = Annotated[float | None, AtLeast(0), AtMost(MAX_TOLERANCE_PCT)]
 #: ``cancel_rate=``, ``cancel_after_tokens=``, ``max_drain_s=``: a cancellation storm and its drain (gates/drain.py).
 CancelRate = Annotated[float | None, Fraction()]
@@ -360,25 +363,17 @@ def median_result(results: Sequence[LoadResult]) -> LoadResult:
     )
 
 
-def load_spec(*, requests: int, concurrency: int | None, request_rate: float | None, input_len: int,
-              output_len: int, api: str, request_timeout_s: float | None, load_timeout_s: float | None,
-              dataset: str = "random-ids", trace_time_scale: float = 1.0,
-              marker: str = "sglang_throughput", nodes: int | None = None,
-              prompt_token_tolerance_pct: float | None = None, cancel_rate: float = 0.0,
-              cancel_after_tokens: int | None = None) -> LoadSpec:
+def load_spec(shape: LoadShape, *, marker: str = "sglang_throughput", nodes: int | None = None,
+              prompt_token_tolerance_pct: float | None = None) -> LoadSpec:
     """The load of the load-shape keywords (``sglang_throughput``, ``sglang_fleet``, ... share them).
 
     The load's own checks (the dataset's form, a trace file's rows, a multiturn dataset's api) fail as
     the marker's keyword, before anything is sent.
     """
     try:
-        spec = LoadSpec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
-                        output_len=output_len, api=api, request_timeout_s=request_timeout_s,
-                        load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
-                        nodes=nodes or 1,  # None: the run's --sglang-load-nodes (applied by the plugin's load)
-                        prompt_token_tolerance_pct=prompt_token_tolerance_pct, cancel_rate=cancel_rate,
-                        cancel_after_tokens=cancel_after_tokens)
-        if dataset != "random-ids":
+        spec = shape.spec(nodes=nodes or 1,  # None: the run's --sglang-load-nodes (applied by the plugin's load)
+                          prompt_token_tolerance_pct=prompt_token_tolerance_pct)
+        if shape.dataset != "random-ids":
             PromptSource(spec)  # the file and the rows the load uses (a trace is read streaming, bounded)
         return spec
     except ConfigError as exc:
@@ -386,9 +381,55 @@ def load_spec(*, requests: int, concurrency: int | None, request_rate: float | N
         raise KeywordError(f"@pytest.mark.{marker}", {name: exc.value}, exc.problem, exc.fix) from None
 
 
+#: The markers' type of each load-shape keyword (:data:`~pytest_sglang.loadgen.shape.load.LOAD_SHAPE`, one each).
+LOAD_TYPES: dict[str, object] = {
+    "concurrency": InFlight, "request_rate": Threshold, "requests": Requests, "input_len": Length,
+    "output_len": Length, "api": Annotated[str, OneOf(APIS)], "dataset": Dataset, "trace_time_scale": TimeScale,
+    "request_timeout_s": Timeout, "load_timeout_s": Timeout, "cancel_rate": CancelRate,
+    "cancel_after_tokens": CancelAfter, "max_drain_s": DrainSeconds,
+}
+Gate = Callable[..., GateOutcome]
+
+
+def load_keywords(**defaults: int | None) -> Callable[[Gate], Gate]:
+    """Declare a load gate's load-shape keywords (:class:`LoadShape`'s fields), with this gate's ``defaults``.
+
+    The gate's ``shape: LoadShape`` parameter stands where the keywords go in its signature (the order
+    ``pytest --markers`` and the usage errors list them); the plugin sees them as keyword-only parameters
+    (validated as declared here), the gate receives them as one :class:`LoadShape`.
+    """
+    unknown = set(defaults) - set(LOAD_SHAPE)
+    if unknown:
+        raise TypeError(f"load_keywords: no load-shape keyword {sorted(unknown)}; they are {', '.join(LOAD_SHAPE)}")
+    base = dataclasses.replace(LoadShape(), **cast("dict[str, Any]", defaults))
+
+    def declare(fn: Gate) -> Gate:
+        hints = get_type_hints(fn, include_extras=True)
+        params: list[inspect.Parameter] = []
+        for p in inspect.signature(fn).parameters.values():
+            if p.name == "shape":
+                params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=getattr(base, name),
+                                             annotation=LOAD_TYPES[name]) for name in LOAD_SHAPE]
+            else:
+                params.append(p.replace(annotation=hints.get(p.name, p.annotation)))
+
+        @functools.wraps(fn)
+        def gate(ctx: GateContext, **given: object) -> GateOutcome:
+            load = {name: given.pop(name) for name in LOAD_SHAPE if name in given}
+            # The values were checked as LOAD_TYPES declares them (the plugin, at collection).
+            return fn(ctx, shape=dataclasses.replace(base, **cast("dict[str, Any]", load)), **given)
+
+        gate.__signature__ = inspect.Signature(params, return_annotation=hints.get("return"))  # type: ignore[attr-defined]
+        gate.__annotations__ = {**{p.name: p.annotation for p in params}, "return": hints.get("return")}
+        return gate
+
+    return declare
+
+
 @keywords.rules(keywords.AnyOf((*FLOORS, "max_error_rate"), vacuous={"max_error_rate": 1.0}),
                 keywords.Requires("max_drain_s", ("cancel_rate",), "the drain after cancelled requests",
                                   "give cancel_rate=0.2 too, or drop max_drain_s"))
+@load_keywords(requests=128, input_len=1024, output_len=256)
 def run_marker(
     ctx: GateContext,
     *,
@@ -401,22 +442,10 @@ def run_marker(
     max_e2e_ms_p99: Threshold = None,
     max_error_rate: Annotated[float, Fraction()] = 0.0,
     proven: bool = False,
-    concurrency: InFlight = None,
-    request_rate: Threshold = None,
-    requests: Requests = 128,
-    input_len: Length = 1024,
-    output_len: Length = 256,
-    api: Annotated[str, OneOf(APIS)] = "native",
-    dataset: Dataset = "random-ids",
-    trace_time_scale: TimeScale = 1.0,
     repeats: Count = 1,
-    request_timeout_s: Timeout = None,
-    load_timeout_s: Timeout = None,
     load_nodes: OptionalCount = None,
     prompt_token_tolerance_pct: Tolerance = None,
-    cancel_rate: CancelRate = None,
-    cancel_after_tokens: CancelAfter = None,
-    max_drain_s: DrainSeconds = None,
+    shape: LoadShape,
 ) -> GateOutcome:
     """``@pytest.mark.sglang_throughput``: run the load ``repeats`` times and judge the median run.
 
@@ -437,15 +466,11 @@ def run_marker(
             "must be a whole number >= 1",
             "use repeats=3 to judge the median of three runs",
         )
-    spec = load_spec(requests=requests, concurrency=concurrency, request_rate=request_rate, input_len=input_len,
-                     output_len=output_len, api=api, request_timeout_s=request_timeout_s,
-                     load_timeout_s=load_timeout_s, dataset=dataset, trace_time_scale=trace_time_scale,
-                     nodes=load_nodes, prompt_token_tolerance_pct=prompt_token_tolerance_pct,
-                     cancel_rate=cancel_rate or 0.0, cancel_after_tokens=cancel_after_tokens)
+    spec = load_spec(shape, nodes=load_nodes, prompt_token_tolerance_pct=prompt_token_tolerance_pct)
     from pytest_sglang.gates.shares import run_loads
 
     # cancel_rate=0 with max_drain_s: judged too, and its "requests cancelled" check fails (it cancels nothing)
-    storm = drain.Storm.before(ctx.server, max_drain_s) if cancel_rate or max_drain_s is not None else None
+    storm = drain.Storm.before(ctx.server, shape.max_drain_s) if shape.storm_wanted() else None
 
     # Each repeat sends other prompts (seed + k): with the same prompts, repeat 1 would fill the radix
     # cache (and a cache-aware gateway's tree) that repeats 2.. then hit, so the runs would not be

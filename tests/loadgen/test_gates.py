@@ -14,7 +14,7 @@ from pytest_sglang.gates.slo import run_marker as slo_marker
 from pytest_sglang.gates.throughput import assert_throughput, evaluate_throughput, median_result
 from pytest_sglang.gates.throughput import run_marker as throughput_marker
 from pytest_sglang.loadgen import LoadResult, LoadSpec
-from pytest_sglang.loadgen.record import RequestRecord
+from pytest_sglang.loadgen.measure.record import RequestRecord
 
 
 def result(
