@@ -181,6 +181,9 @@ def main() -> None:
                    "the verdict reads the median of the rounds' ratios")
     p.add_argument("--served-model", default="default", help="the model name the chat API is sent")
     args = p.parse_args()
+    for name in ("rounds", "requests", "concurrency", "image_count", "input_len", "output_len"):
+        if getattr(args, name) < 1:  # no rounds would print a verdict that compared nothing
+            p.error(f"--{name.replace('_', '-')}={getattr(args, name)}: give a whole number from 1 up")
     python = os.environ.get("REAL_SGLANG_PYTHON")
     model = os.environ.get("REAL_SGLANG_VLM_MODEL")
     if not python or not model or not Path(model, "config.json").exists():
