@@ -180,10 +180,15 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5, help="rounds (one run of each client, order alternating); "
                    "the verdict reads the median of the rounds' ratios")
     p.add_argument("--served-model", default="default", help="the model name the chat API is sent")
+    p.add_argument("--seed", type=int, default=None,
+                   help="first seed (default: from the clock, so a second run against one server sends new images)")
     args = p.parse_args()
     for name in ("rounds", "requests", "concurrency", "image_count", "input_len", "output_len"):
         if getattr(args, name) < 1:  # no rounds would print a verdict that compared nothing
             p.error(f"--{name.replace('_', '-')}={getattr(args, name)}: give a whole number from 1 up")
+    # Seeds fixed across invocations would resend a previous invocation's images, which a server's
+    # multimodal cache may still hold: one client's images would skip the encoder, the other's not.
+    seed = args.seed if args.seed is not None else int(time.time()) % 1_000_000 * 10
     python = os.environ.get("REAL_SGLANG_PYTHON")
     model = os.environ.get("REAL_SGLANG_VLM_MODEL")
     if not python or not model or not Path(model, "config.json").exists():
@@ -196,15 +201,16 @@ def main() -> None:
         print(f"server {'simulator (qwen2-vl)' if proc else url}; backend {args.backend}; {args.requests} "
               f"requests, concurrency {args.concurrency}, {args.image_count} x {args.image_resolution} "
               f"{args.image_format} ({args.image_content}), input {args.input_len}, output {args.output_len}; "
-              f"{args.rounds} rounds, each one run of both clients back to back (order alternating)", flush=True)
+              f"{args.rounds} rounds, each one run of both clients back to back (order alternating); seed {seed}",
+              flush=True)
         try:
             rounds: list[dict[str, float]] = []
             for n in range(args.rounds):  # A B, B A, ...: a machine's drift falls on both sides
                 got: dict[str, dict[str, Any]] = {}
                 for side in (("theirs", "ours") if n % 2 == 0 else ("ours", "theirs")):
                     # A new seed per run: new images (a server's multimodal cache must not serve a later run)
-                    one = (functools.partial(bench_serving, url, args, python, model, 100 + n) if side == "theirs"
-                           else functools.partial(ours, url, args, 200 + n))
+                    one = (functools.partial(bench_serving, url, args, python, model, seed + 2 * n) if side == "theirs"
+                           else functools.partial(ours, url, args, seed + 2 * n + 1))
                     got[side] = counted(one, url, args.requests)
                 rounds.append(ratios(got["ours"], got["theirs"]))
                 print(f"round {n + 1}: " + ", ".join(f"{k} {v:.3f}" for k, v in rounds[-1].items()), flush=True)
