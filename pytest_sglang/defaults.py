@@ -43,7 +43,8 @@ ACCEPTANCE_MAX_TOKENS = 16
 ACCEPTANCE_REQUEST_TIMEOUT_S = 60.0
 ACCEPTANCE_MIN_MATCH_RATE = 0.8
 ACCEPTANCE_MAX_KL = 0.02
-#: The vision encoder's most share of a new 720p image's first token (MoonViT is small beside its LLM).
+#: The vision encoder's most share of a new 720p image's first token: past it the encoder takes longer than the
+#: rest of the first token; healthy Kimi-K2.5 is ~8 % by compute (docs/multimodal.md has the arithmetic).
 ACCEPTANCE_MAX_VISION_SHARE = 0.5
 ACCEPTANCE_CONCURRENCY = 16
 ACCEPTANCE_DISCONNECT_TIMEOUT_S = 30.0

@@ -51,7 +51,7 @@ def _render(report: Mapping[str, Any]) -> str:
               for t in report.get("tests", []) for n in text.unchecked_notes(t)),
             *(f'<p class="note"><code>{escape(t["nodeid"])}</code> {escape(n)}</p>'
               for t in report.get("tests", []) for n in text.profile_notes(t)),
-            "<h2>Gates</h2>", _gates(report.get("records", [])),
+            "<h2>Gates</h2>", _gates(report.get("records", [])), _images(report),
             '<h2>Throughput against concurrency</h2><div class="charts">', _throughput(report), "</div>",
             '<h2>Latency distributions</h2><div class="charts">', *_cdfs(report), "</div>",
             '<h2>Capacity and hicache</h2><div class="charts">', _capacity(report), "</div>",
@@ -162,6 +162,14 @@ def _gates(records: Sequence[Mapping[str, Any]]) -> str:
              _td(r.get("load_shape", "") or r.get("detail", ""), "wrap")] for r in records]
     header = ["test", "gate", "check", "measured", "required", "verdict", "source", "load / detail"]
     return _rows(rows, header)
+
+
+def _images(report: Mapping[str, Any]) -> str:
+    """Image loads: images and image tokens per request, TTFT with images (as the terminal and JSON)."""
+    rows = [[_td(t["nodeid"]), *(_td(c, "wrap" if i == len(text.IMAGE_HEADER) - 1 else "num")
+                                 for i, c in enumerate(text.image_cells(ld["images"])))]
+            for t in report.get("tests", []) for ld in t.get("loads", []) if ld.get("images")]
+    return "<h2>Image loads</h2>" + _rows(rows, ["test", *text.IMAGE_HEADER]) if rows else ""
 
 
 def _loads(report: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:

@@ -28,6 +28,7 @@ def render(report: Mapping[str, Any]) -> str:
     lines += _server(report.get("server"))
     lines += _fleet(report.get("fleet"))
     lines += _gates(report)
+    lines += _images(report)
     lines += _failovers(report.get("fleet"))
     lines += _baseline(report.get("baseline"))
     lines += [f"> {n}" for n in report.get("notes", [])]
@@ -93,6 +94,15 @@ def _gates(report: Mapping[str, Any]) -> list[str]:
         return ["_No gate checks were recorded._", ""]
     header = ["test", "gate", "check", "measured", "required", "verdict", "load"]
     return [*_table(header, rows, "---|---|---|--:|--:|---|---"), ""]
+
+
+def _images(report: Mapping[str, Any]) -> list[str]:
+    """Image loads: images and image tokens per request, TTFT with images (as the terminal and JSON)."""
+    rows = [[f"`{test['nodeid']}`", *text.image_cells(load["images"])]
+            for test in report.get("tests", []) for load in test.get("loads", []) if load.get("images")]
+    if not rows:
+        return []
+    return ["**Image loads**", "", *_table(["test", *text.IMAGE_HEADER], rows, "---|--:|--:|--:|--:|---"), ""]
 
 
 def _baseline(baseline: Mapping[str, Any] | None) -> list[str]:

@@ -173,3 +173,15 @@ def unchecked_notes(test: Mapping[str, Any]) -> list[str]:
     A passing gate would otherwise keep them in the JSON alone (``--sglang-strict`` fails them).
     """
     return [f"{gate.get('gate')}: {line}" for gate in test.get("gates") or [] for line in gate.get("unchecked") or []]
+
+
+#: The columns of an image load's figures in the Markdown and HTML reports (the terminal's one line has them).
+IMAGE_HEADER = ("images per request", "image tokens per request", "TTFT with images, mean", "p99", "image tokens from")
+
+
+def image_cells(images: Mapping[str, Any]) -> list[str]:
+    """An image load's figures (its ``images`` report) as the cells under :data:`IMAGE_HEADER`."""
+    tokens = images.get("image_tokens_per_request")
+    return [f"{images.get('images_per_request', 0):g}", "not reported" if tokens is None else f"{tokens:,.1f}",
+            f"{images.get('mean_ttft_ms', 0):,.1f} ms", f"{images.get('p99_ttft_ms', 0):,.1f} ms",
+            str(images.get("image_tokens_basis") or "-")]

@@ -2,8 +2,8 @@
 
 ``sglang_throughput(dataset="image:...")`` sends bench_serving's image requests; images and image tokens
 per request and the TTFT with images reach the test body (``sglang_gate.load.images``), the terminal
-summary and the JSON report (validated against the schema); a bad image option or a missing MMMU file is
-an error that names the keyword, the value and the fix, and sends nothing.
+summary, the JSON report (validated against the schema), the Markdown and the HTML report; a bad image
+option or a missing MMMU file is an error that names the keyword, the value and the fix, and sends nothing.
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ def test_image_load(sglang_gate):
 def test_an_image_load_reports_its_images(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_inner=INNER)
     report = pytester.path / "report.json"
+    markdown, html = pytester.path / "summary.md", pytester.path / "report.html"
     result = pytester.runpytest_subprocess("--sglang-simulate", "--sglang-launch", LAUNCH, "-p", "no:cacheprovider",
-                                           "-rfE", f"--sglang-report={report}")
+                                           "-rfE", f"--sglang-report={report}", f"--sglang-markdown={markdown}",
+                                           f"--sglang-html={html}")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["    images: 2 per request, * image tokens per request (*",
                                  "*with images mean * ms, p99 * ms"])
@@ -44,6 +46,15 @@ def test_an_image_load_reports_its_images(pytester: pytest.Pytester) -> None:
     jsonschema.validate(data, json.loads((ROOT / "schemas" / "report.schema.json").read_text()))
     images = next(t["loads"][0] for t in data["tests"] if t["loads"])["images"]
     assert images["requests_with_images"] == 6 and images["image_tokens_per_request"] >= TOKENS
+    # The Markdown and HTML reports show the same figures, in a table of image loads.
+    per_request = f"{images['image_tokens_per_request']:,.1f}"
+    ttft = f"{images['mean_ttft_ms']:,.1f} ms"
+    row = next(line for line in markdown.read_text().splitlines() if "test_image_load" in line and "| 2 |" in line)
+    assert "images per request | image tokens per request | TTFT with images" in markdown.read_text()
+    assert f"| {per_request} | {ttft} |" in row
+    page = html.read_text()
+    assert "<h2>Image loads</h2>" in page and "<th>image tokens per request</th>" in page
+    assert f'<td class="num">{per_request}</td><td class="num">{ttft}</td>' in page
 
 
 BAD = """
