@@ -28,6 +28,17 @@ measured (paired differences' spread s: N = (z(1-alpha) + z(power))^2 s^2 / chan
 power 0.95: about 3 per side for a 10 % change at a 3 % launch-to-launch CV). The wall time per verdict
 is 2N launches with their loads, as a ratio to one load run.
 
+**The load's shape** (measured, 2026-12-07: the p99 TTFT's spread over 6 repeats within one launch of
+one server, no jitter): with every request 256+32 tokens at concurrency 16 all 16 finish in the same
+decode step, so the load runs in lock-step waves; the client sends a wave's next 16 requests over
+16-147 ms on a busy 2-core machine, and a request that misses the prefill batch the first ones started
+waits for all of it (15 x 256 tokens, about 190 ms). The p99 is then the fate of a wave's last sender
+(correlation 0.88 with how long the client took to send a wave): 47 % CV over 64-request loads. Lengths
+drawn from [0.5 len, len] (``--range-ratio 0.5``, bench_serving's ``--random-range-ratio``) break the
+waves: 10.5 % at 64 requests, 7.7 % at 256; Poisson arrivals (8/s) did not help (15.5 %). A p99 needs
+at least 100 requests to be more than their maximum (:func:`pytest_sglang.loadgen.measure.intervals.min_samples`,
+the rule of every comparison): so 128 requests, lengths drawn, by default.
+
 Every launch is saved as soon as measured (``--runs-dir``, one JSON line per launch in ``SETUP.jsonl``,
 per-request records included); a later run with the same directory resumes the measuring and judges
 the saved launches again (another rule, ``--steady``, another ``--seed``) without relaunching.
@@ -222,12 +233,15 @@ def judge(cycles: list[dict[str, dict[str, Any]]], per_side: int, opts: argparse
     for _, _, inj, _ in JUDGED:
         out[inj] = 0
         out[f"{inj}_cannot"] = 0
+    # The fewest requests any load completed: a percentile of fewer than it needs is not judged (paired.py).
+    counts = [d["completed"] for c in cycles for row in c.values() for d in row["loads"] if "completed" in d]
+    requests = min(counts) if counts else None
     for draw in draws:
         verdicts = []
         for metric, higher, inj, _ in JUDGED:
             a = [figs[i]["h0"][metric] for i in draw]
             b = [figs[i]["h1"][metric] for i in draw]
-            v = judge_paired(a, b, limit_pct=LIMIT_PCT, higher_is_better=higher, metric=metric)
+            v = judge_paired(a, b, limit_pct=LIMIT_PCT, higher_is_better=higher, metric=metric, requests=requests)
             verdicts.append(v.verdict)
             if v.regressed:
                 out["aa_by_metric"][metric] = out["aa_by_metric"].get(metric, 0) + 1
@@ -235,7 +249,7 @@ def judge(cycles: list[dict[str, dict[str, Any]]], per_side: int, opts: argparse
                 out["cannot_by_metric"][metric] = out["cannot_by_metric"].get(metric, 0) + 1
             base = "h0" if inj == "tput" else "h1"
             d = judge_paired([figs[i][base][metric] for i in draw], [figs[i][inj][metric] for i in draw],
-                             limit_pct=LIMIT_PCT, higher_is_better=higher, metric=metric)
+                             limit_pct=LIMIT_PCT, higher_is_better=higher, metric=metric, requests=requests)
             out[inj] += d.regressed
             out[f"{inj}_cannot"] += d.verdict == "cannot judge"
         out["false"] += "regressed" in verdicts
@@ -372,17 +386,24 @@ def main() -> int:
     parser.add_argument("--comparisons", type=int, default=100, help="comparisons per launches-per-side tried")
     parser.add_argument("--per-side", default="",
                         help="comma-separated launches per side to judge (default: 2, 3, ... until the goals are met)")
-    parser.add_argument("--repeats", type=int, default=2, help="loads per launch (the marker's repeats=)")
+    parser.add_argument("--repeats", type=int, default=1, help="loads per launch (the marker's repeats=)")
     parser.add_argument("--steady", action="store_true",
                         help="judge figures inside each load's steady-state window (loadgen/measure/steady.py)")
     parser.add_argument("--judge-only", action="store_true", help="judge what --runs-dir holds; launch nothing")
     parser.add_argument("--steady-report", action="store_true",
                         help="also print each setup's noise with and without the steady-state window")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--requests", type=int, default=64)
+    parser.add_argument("--requests", type=int, default=128,
+                        help="requests per load; a p99 needs at least 100 (below, it is not judged: paired.py)")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--input-len", type=int, default=256)
     parser.add_argument("--output-len", type=int, default=32)
+    parser.add_argument("--range-ratio", type=float, default=0.5,
+                        help="bench_serving's --random-range-ratio: lengths drawn from [ratio*len, len]; below 1 "
+                             "the requests stop finishing together, so a burst does not arrive in lock-step waves")
+    parser.add_argument("--request-rate", type=float, default=None,
+                        help="requests per second (Poisson arrivals, at most --concurrency in flight); default: "
+                             "all at once, as bench_serving's inf")
     parser.add_argument("--setups", default="single,fleet-rr,fleet",
                         help=f"comma-separated, from {', '.join(SETUPS)}")
     opts = parser.parse_args()
@@ -391,6 +412,10 @@ def main() -> int:
         parser.error(f"--setups {opts.setups}: unknown {', '.join(unknown)}; choose from {', '.join(SETUPS)}")
     if opts.repeats < 1 or opts.cycles < 2 or opts.comparisons < 1:
         parser.error("need --repeats >= 1, --cycles >= 2 (a paired verdict needs 2 pairs) and --comparisons >= 1")
+    if not 0 < opts.range_ratio <= 1:
+        parser.error(f"--range-ratio {opts.range_ratio}: give a ratio in (0, 1], e.g. 0.5")
+    if opts.request_rate is not None and not (math.isfinite(opts.request_rate) and opts.request_rate > 0):
+        parser.error(f"--request-rate {opts.request_rate}: give requests per second > 0, e.g. 8, or leave it out")
     try:
         opts.per_side = sorted({int(v) for v in opts.per_side.split(",") if v.strip()})
     except ValueError:
@@ -398,7 +423,8 @@ def main() -> int:
     if any(n < 2 for n in opts.per_side):
         parser.error(f"--per-side {opts.per_side}: a paired verdict needs at least 2 launches per side")
     spec = LoadSpec(requests=opts.requests, concurrency=opts.concurrency, input_len=opts.input_len,
-                    output_len=opts.output_len, model="sim/tiny-llama")
+                    output_len=opts.output_len, range_ratio=opts.range_ratio, request_rate=opts.request_rate,
+                    model="sim/tiny-llama")
     print(f"load: {spec.shape()} x {opts.repeats} repeats per launch; limit {LIMIT_PCT:g}%; "
           f"{'steady-state window' if opts.steady else 'whole-run (bench_serving)'} figures; "
           f"{opts.comparisons} comparisons per launches-per-side")

@@ -66,6 +66,8 @@ class LaunchFigures:
     position: int  # 0: first in its pair
     figures: dict[str, float]
     sim_seed: int | None = None
+    #: Requests the launch's load completed (its percentiles need enough: intervals.min_samples).
+    requests: int | None = None
 
 
 @dataclass
@@ -166,7 +168,7 @@ def run_ab(a: ABSide, b: ABSide, spec: LoadSpec, load: LoadFn, *, launches: int,
                 timed = pair_spec.replace(load_timeout_s=min(pair_spec.load_timeout_s or left, left))
                 result = load(handle, timed)
             figures = figures_of(result, metrics)
-            run.launches.append(LaunchFigures(label, pair, position, figures, sim_seed))
+            run.launches.append(LaunchFigures(label, pair, position, figures, sim_seed, result.completed))
             if say is not None:
                 shown = ", ".join(f"{k} {v:,.1f}" for k, v in figures.items())
                 say(f"sglang ab: pair {pair + 1}/{launches} {label} ({position + 1} of {sequence}): {shown}")
@@ -193,8 +195,10 @@ def judge_run(run: ABRun, limits: Mapping[str, float], *, alpha: float = ALPHA,
                  if metric in x.figures and metric in y.figures]
         if len(pairs) < MIN_PAIRS:
             continue
+        counts = [f.requests for f in (*a, *b) if f.requests is not None]
         verdicts.append(judge_paired([p[0] for p in pairs], [p[1] for p in pairs], limit_pct=limit, alpha=alpha,
-                                     power=power, higher_is_better=METRICS.get(metric, True), metric=metric))
+                                     power=power, higher_is_better=METRICS.get(metric, True), metric=metric,
+                                     requests=min(counts) if counts else None))
     return verdicts
 
 

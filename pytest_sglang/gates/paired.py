@@ -13,6 +13,9 @@ for every launch verdict of the project):
   beyond zero (an effect AND a confidence, as Datadog's regression detector asks);
 - **cannot judge**: not regressed, but the spread of the paired differences is too large for this many
   pairs to see a change of the limit at ``power``: the verdict says how many launches per side would;
+  or a percentile from loads too small to have one (``requests=``: a p99 of 64 requests is about their
+  maximum, one request's fate; :func:`pytest_sglang.loadgen.measure.intervals.min_samples` is the one rule, the
+  baseline comparison's too): more launches would not help, larger loads would;
 - **passed**: otherwise.
 
 Everything here is a plain function of numbers (no pytest, no server): the benchmark calls
@@ -26,6 +29,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_sglang.loadgen.measure.intervals import reliable, unreliable_note
 from pytest_sglang.loadgen.measure.launch_noise import (
     ALPHA,
     CANNOT_JUDGE,
@@ -60,6 +64,8 @@ class PairedVerdict:
     needed_per_side: int
     alpha: float
     power: float
+    #: Requests per load behind each figure (None: not given); a percentile from too few is not judged.
+    requests: int | None = None
 
     @property
     def regressed(self) -> bool:
@@ -71,6 +77,9 @@ class PairedVerdict:
                 f"{self.high_pct:+.1f}%] over {self.pairs} pairs (paired differences spread {self.spread_pct:.1f}%)")
         if self.verdict == REGRESSED:
             return f"{head}: beyond the {self.limit_pct:g}% limit and beyond the noise"
+        few = None if self.requests is None else unreliable_note(self.metric, self.requests)
+        if self.verdict == CANNOT_JUDGE and few is not None:
+            return f"{head}: cannot judge: {few}"
         if self.verdict == CANNOT_JUDGE:
             return (f"{head}: cannot judge a {self.limit_pct:g}% change at this noise; about {self.needed_per_side} "
                     f"launches per side would (power {self.power:g}, one-sided {self.alpha:.0%})")
@@ -86,7 +95,8 @@ def regressions_pct(a: Sequence[float], b: Sequence[float], *, higher_is_better:
     return out
 
 
-def _check(a: Sequence[float], b: Sequence[float], limit_pct: float, alpha: float, power: float) -> None:
+def _check(a: Sequence[float], b: Sequence[float], limit_pct: float, alpha: float, power: float,
+           requests: int | None) -> None:
     if len(a) != len(b):
         raise ValueError(f"judge_paired needs one figure of A and one of B per pair, got {len(a)} and {len(b)}")
     if len(a) < MIN_PAIRS:
@@ -102,6 +112,9 @@ def _check(a: Sequence[float], b: Sequence[float], limit_pct: float, alpha: floa
         raise ValueError(f"judge_paired: alpha={alpha!r} must be between 0 and 0.5, e.g. 0.01")
     if not 0.5 < power < 1:
         raise ValueError(f"judge_paired: power={power!r} must be between 0.5 and 1, e.g. 0.95")
+    if requests is not None and (isinstance(requests, bool) or not isinstance(requests, int) or requests < 1):
+        raise ValueError(f"judge_paired: requests={requests!r} must be the whole number of requests per load "
+                         "behind each figure (at least 1), or None when unknown")
 
 
 #: Beyond this many launches per side the count is "far too many" (each is a full server start).
@@ -125,14 +138,17 @@ def pairs_needed(spread_pct: float, limit_pct: float, *, alpha: float = ALPHA, p
 
 
 def judge_paired(a: Sequence[float], b: Sequence[float], *, limit_pct: float, alpha: float = ALPHA,
-                 power: float = POWER, higher_is_better: bool = True, metric: str = "") -> PairedVerdict:
+                 power: float = POWER, higher_is_better: bool = True, metric: str = "",
+                 requests: int | None = None) -> PairedVerdict:
     """Judge B against A from their per-launch figures, pair ``i`` being A's and B's ``i``-th launch.
 
     ``limit_pct`` is the regression that matters (5 for 5 %); ``alpha`` the one-sided false-alarm
-    rate; ``power`` the chance wanted of seeing a change of the limit. Raises ``ValueError`` for
+    rate; ``power`` the chance wanted of seeing a change of the limit; ``requests`` the fewest requests of
+    a load behind any figure: a percentile ``metric`` from fewer than it needs is "cannot judge", whatever
+    its change (not judged, as the baseline comparison leaves it out). Raises ``ValueError`` for
     figures or parameters that cannot be judged (fewer than 2 pairs, a non-positive figure).
     """
-    _check(a, b, limit_pct, alpha, power)
+    _check(a, b, limit_pct, alpha, power, requests)
     diffs = regressions_pct(a, b, higher_is_better=higher_is_better)
     n = len(diffs)
     mean = statistics.fmean(diffs)
@@ -141,6 +157,9 @@ def judge_paired(a: Sequence[float], b: Sequence[float], *, limit_pct: float, al
     low, high = mean - half, mean + half
     needed = pairs_needed(spread, limit_pct, alpha=alpha, power=power)
     judged = verdict(mean > limit_pct and low > 0, needed, n)
+    if requests is not None and not reliable(metric, requests):
+        # a percentile of too few requests is one request's fate, either way: not judged (as the baseline's rule)
+        judged = CANNOT_JUDGE
     return PairedVerdict(metric=metric, verdict=judged, change_pct=mean, low_pct=low, high_pct=high,
                          limit_pct=limit_pct, pairs=n, spread_pct=spread, needed_per_side=needed, alpha=alpha,
-                         power=power)
+                         power=power, requests=requests)

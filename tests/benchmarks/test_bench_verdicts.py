@@ -37,7 +37,7 @@ def run(bench: ModuleType, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
         return exc.code if isinstance(exc.code, int) else 2
 
 
-def save(path: Path, cycles: int, noise: float, seed: int = 3) -> None:
+def save(path: Path, cycles: int, noise: float, seed: int = 3, requests: int = 256) -> None:
     """Interleaved launches as the benchmark saves them: healthy, -10 % throughput, healthy, +20 % TTFT."""
     rng = random.Random(seed)
     lines = []
@@ -46,7 +46,7 @@ def save(path: Path, cycles: int, noise: float, seed: int = 3) -> None:
                                                 ("ttft", 1.2))):
             speed = slower * (1 + rng.gauss(0, noise))
             loads = [{"output_throughput": 300.0 / speed, "p99_ttft_ms": 250.0 * speed, "median_ttft_ms": 90 * speed,
-                      "duration": 6.0 * speed, "records": []}]
+                      "duration": 6.0 * speed, "records": [], "completed": requests}]
             lines.append(json.dumps({"cycle": cycle, "slot": slot, "role": role, "slower": slower, "ready_s": 4.0,
                                      "launch_s": 10.0, "loads": loads}))
     path.write_text("\n".join(lines) + "\n")
@@ -59,6 +59,10 @@ def save(path: Path, cycles: int, noise: float, seed: int = 3) -> None:
     (("--comparisons", "0"), "--comparisons >= 1"),
     (("--repeats", "0"), "--repeats >= 1"),
     (("--setups", "single,nope"), "--setups single,nope: unknown nope"),
+    (("--range-ratio", "0"), "--range-ratio 0.0: give a ratio in (0, 1]"),
+    (("--range-ratio", "1.5"), "--range-ratio 1.5: give a ratio in (0, 1]"),
+    (("--request-rate", "-1"), "--request-rate -1.0: give requests per second > 0"),
+    (("--request-rate", "nan"), "--request-rate nan: give requests per second > 0"),
 ])
 def test_bad_values_are_usage_errors_naming_the_option(bench: ModuleType, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str], tmp_path: Path,
@@ -101,6 +105,21 @@ def test_noisy_launches_are_counted_as_cannot_judge_apart(bench: ModuleType, mon
     cannot = int(line.split("cannot judge ")[1].split("/")[0])
     assert cannot > 0, line
     assert "GOAL MISSED" in out
+
+
+def test_a_p99_of_small_loads_is_cannot_judge_not_a_rate(bench: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # The same quiet launches, but each load completed 64 requests: their p99 is about their maximum, so
+    # every p99 verdict is "cannot judge" (counted apart), never an A/A alarm nor a detection.
+    save(tmp_path / "single.jsonl", cycles=6, noise=0.005, requests=64)
+    code = run(bench, monkeypatch, "--runs-dir", str(tmp_path), "--judge-only", "--setups", "single",
+               "--per-side", "3")
+    out = capsys.readouterr().out
+    assert code == 1, out
+    line = next(x for x in out.splitlines() if "N=3 per side" in x)
+    assert "A/A false alarms 0/20" in line and "cannot judge 20/20" in line, line
+    assert "p99 TTFT +20% 0/20 = 0.0% (cannot judge 20)" in line, line
+    assert "throughput -10% 20/20" in line, line
 
 
 def test_steady_window_leaves_out_ramp_up_and_drain(bench: ModuleType) -> None:

@@ -91,6 +91,19 @@ def test_a_regression_fails_the_outcome_and_a_a_does_not(monkeypatch: pytest.Mon
         "output_throughput", "median_ttft_ms"}
 
 
+def test_a_p99_of_loads_too_small_is_cannot_judge_not_a_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each launch's load completed 4 requests: their p99 is their maximum, so the A/B run says it cannot
+    # judge it (as the baseline comparison leaves it out) instead of a red or a quiet pass.
+    fake = _Fake({"A": 100.0, "B": 100.0})
+    run = _run(monkeypatch, fake)
+    for launch in run.launches:
+        launch.figures["p99_ttft_ms"] = 50.0 if launch.side == "A" else 90.0
+    assert {f.requests for f in run.launches} == {4}
+    outcome = ab.outcome_of(run, ab.judge_run(run, {"output_throughput": 5.0, "p99_ttft_ms": 5.0}))
+    assert outcome.passed and [c.metric for c in outcome.checks] == ["output_throughput"]
+    assert any("p99_ttft_ms from 4 requests is unreliable" in line for line in outcome.unchecked)
+
+
 def test_the_whole_run_has_one_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter(range(0, 1000, 10))
     monkeypatch.setattr("pytest_sglang.gates.ab.time.monotonic", lambda: float(next(clock)))

@@ -45,6 +45,26 @@ def test_beyond_the_limit_but_not_beyond_the_noise_is_not_red() -> None:
     assert v.verdict == CANNOT_JUDGE
 
 
+def test_a_percentile_of_loads_too_small_to_have_one_is_not_judged_either_way() -> None:
+    # p99 of 64 requests is about their maximum (one request's fate): neither a pass nor a red,
+    # however clear the change looks, and the line says how many requests would.
+    for b in ([100.0, 100.0, 100.0], [130.0, 131.0, 129.0]):
+        v = judge_paired([100.0, 100.0, 100.0], b, limit_pct=5, metric="p99_ttft_ms", higher_is_better=False,
+                         requests=64)
+        assert v.verdict == CANNOT_JUDGE and v.requests == 64
+        assert "p99_ttft_ms from 64 requests is unreliable: a p99 needs at least 100" in v.describe()
+    # Enough requests: judged as before; a mean figure needs no count.
+    assert judge_paired([100.0] * 3, [130.0, 131.0, 129.0], limit_pct=5, metric="p99_ttft_ms",
+                        higher_is_better=False, requests=100).verdict == REGRESSED
+    assert judge_paired([100.0] * 3, [100.0] * 3, limit_pct=5, metric="mean_ttft_ms", requests=4).verdict == PASSED
+
+
+@pytest.mark.parametrize("requests", [0, -3, 2.5, True, "64"])
+def test_a_bad_request_count_is_a_value_error_naming_it(requests: object) -> None:
+    with pytest.raises(ValueError, match=f"requests={requests!r} must be the whole number of requests per load"):
+        judge_paired([100.0, 100.0], [100.0, 100.0], limit_pct=5, requests=requests)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(("a", "b", "kwargs", "words"), [
     ([100.0], [100.0], {}, "at least 2 pairs"),
     ([100.0, 100.0], [100.0], {}, "one figure of A and one of B per pair"),

@@ -57,9 +57,11 @@ def test_a_a_with_launch_jitter_is_never_red(pytester: pytest.Pytester, seed: st
     assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 1
     result.stdout.fnmatch_lines([f"sglang ab: 3 launches per side, order random (seed {seed}): B is the same "
                                  "configuration as A (an A/A run: it measures the noise)"])
-    if outcomes.get("skipped"):  # "cannot judge" says why and what would do
-        result.stdout.fnmatch_lines(["*sglang_ab could not judge: *cannot judge a 5% change at this noise; about * "
-                                     "launches per side would (power 0.95, one-sided 1%)*"])
+    if outcomes.get("skipped"):  # "cannot judge" says why and what would do: more launches, or larger loads
+        result.stdout.fnmatch_lines(["*sglang_ab could not judge: *"])
+        out = result.stdout.str()
+        assert ("launches per side would (power 0.95, one-sided 1%)" in out
+                or "p99_ttft_ms from 16 requests is unreliable: a p99 needs at least 100" in out), out
     outcome = _ab_outcome(pytester)
     judged = {c["metric"] for c in outcome["checks"]}
     unjudged = {line.split(":")[0] for line in outcome.get("unchecked", [])}
