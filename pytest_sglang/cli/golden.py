@@ -34,7 +34,7 @@ from pytest_sglang.cli.common import (
 from pytest_sglang.correctness import golden
 from pytest_sglang.correctness.http import get
 from pytest_sglang.errors import ConfigError, ServerUnavailable
-from pytest_sglang.gates.golden import run_marker
+from pytest_sglang.gates.correctness.golden import run_marker
 from pytest_sglang.redaction import scrub
 from pytest_sglang.server.client import make_client
 

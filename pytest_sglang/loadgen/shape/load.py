@@ -1,7 +1,7 @@
 """The load-shape keywords, declared once: every load gate's marker, :class:`LoadSpec` and the load CLI share them.
 
 A load gate (``sglang_throughput``, ``sglang_fleet``, ``sglang_pd``, ``sglang_failover``) declares these keywords
-by :func:`pytest_sglang.gates.throughput.load_keywords` with its own defaults and receives them as one
+by :func:`pytest_sglang.gates.load.throughput.load_keywords` with its own defaults and receives them as one
 :class:`LoadShape`; :meth:`LoadShape.spec` is the load they describe. Each name but ``max_drain_s`` (the drain
 check after a cancellation storm, judged by the gate) is a :class:`LoadSpec` field of the same meaning, and the
 load command's flags are these names (``--request-timeout``/``--load-timeout`` for the two ``*_s``).

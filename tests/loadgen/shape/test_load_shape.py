@@ -10,9 +10,12 @@ from types import ModuleType
 import pytest
 
 from pytest_sglang.cli.load import build_parser, shape_flag, spec_from_args
-from pytest_sglang.gates import failover, fleet, keywords, pd, throughput
+from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import GateOutcome
-from pytest_sglang.gates.throughput import LOAD_TYPES, load_keywords
+from pytest_sglang.gates.fleet import failover, pd
+from pytest_sglang.gates.fleet import health as fleet
+from pytest_sglang.gates.load import throughput
+from pytest_sglang.gates.load.throughput import LOAD_TYPES, load_keywords
 from pytest_sglang.loadgen import LoadSpec
 from pytest_sglang.loadgen.shape.load import LOAD_SHAPE, SPEC_FIELDS, LoadShape
 
