@@ -1,7 +1,7 @@
 """Verdicts across launches on the simulator: A/A false alarms, detection, "cannot judge", launches needed.
 
 Every comparison is a real run of the interleaved A/B verdict
-(:func:`pytest_sglang.gates.paired.judge_paired`, the README's 5 % limit) on per-launch figures of real
+(:func:`pytest_sglang.gates.load.paired.judge_paired`, the README's 5 % limit) on per-launch figures of real
 loads measured against simulators launched as subprocesses (``python -m pytest_sglang.simulator``), in
 the issue's three setups: one server with ``--sim-launch-jitter 0.03`` (``single``: a speed drawn per
 launch, as real GPUs differ across boots), 2 workers behind smg ``--policy round_robin`` (``fleet-rr``)
@@ -55,7 +55,7 @@ from typing import Any
 import httpx
 
 from pytest_sglang.fleet.gateway import GatewayMember, gateway_argv, resolve_command, start_gateway
-from pytest_sglang.gates.paired import MIN_PAIRS, judge_paired
+from pytest_sglang.gates.load.paired import MIN_PAIRS, judge_paired
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.launch_noise import launches_needed
 from pytest_sglang.loadgen.record import RequestRecord

@@ -25,9 +25,9 @@ _EXPORTS: dict[str, str] = {
     "LoadResult": "pytest_sglang.loadgen",
     "RequestRecord": "pytest_sglang.loadgen",
     # gates
-    "assert_capacity": "pytest_sglang.gates.capacity",
-    "assert_hicache": "pytest_sglang.gates.hicache",
-    "assert_throughput": "pytest_sglang.gates.throughput",
+    "assert_capacity": "pytest_sglang.gates.facts.capacity",
+    "assert_hicache": "pytest_sglang.gates.facts.hicache",
+    "assert_throughput": "pytest_sglang.gates.load.throughput",
     "Check": "pytest_sglang.gates.base",
     "GateOutcome": "pytest_sglang.gates.base",
     "compare": "pytest_sglang.gates.base",
@@ -104,9 +104,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from pytest_sglang.fleet.connect import start_server
     from pytest_sglang.gates.base import Check, GateOutcome, compare
-    from pytest_sglang.gates.capacity import assert_capacity
-    from pytest_sglang.gates.hicache import assert_hicache
-    from pytest_sglang.gates.throughput import assert_throughput
+    from pytest_sglang.gates.facts.capacity import assert_capacity
+    from pytest_sglang.gates.facts.hicache import assert_hicache
+    from pytest_sglang.gates.load.throughput import assert_throughput
     from pytest_sglang.loadgen import LoadResult, LoadSpec, RequestRecord, run_load
     from pytest_sglang.plugin.load_runner import LoadRunner
     from pytest_sglang.plugin.results import GateResults

@@ -26,8 +26,8 @@ EXPECTED_PUBLIC = {
 #: Never imported by a run that does not use SGLang (third-party and our own heavy packages).
 HEAVY = ("httpx", "aiohttp", "docker", "jsonschema", "tenacity", "psutil", "prometheus_client", "filelock",
          "pytest_sglang.server", "pytest_sglang.loadgen", "pytest_sglang.simulator", "pytest_sglang.sglang",
-         "pytest_sglang.cli", "pytest_sglang.gates.keywords", "pytest_sglang.gates.capacity",
-         "pytest_sglang.gates.hicache", "pytest_sglang.gates.throughput", "pytest_sglang.gates.slo",
+         "pytest_sglang.cli", "pytest_sglang.gates.keywords", "pytest_sglang.gates.facts.capacity",
+         "pytest_sglang.gates.facts.hicache", "pytest_sglang.gates.load.throughput", "pytest_sglang.gates.load.slo",
          "pytest_sglang.report.html", "pytest_sglang.report.baseline")
 #: Also left out of an unused --collect-only run (benchmarks/bench_plugin_cost.py): recording outcomes.
 HEAVY_AT_COLLECTION = ("pytest_sglang.plugin.results", "pytest_sglang.gates.base", "pytest_sglang.report.records")

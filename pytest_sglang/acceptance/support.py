@@ -11,7 +11,7 @@ import pytest
 
 from pytest_sglang.correctness import AcceptanceSettings, CheckContext, CheckReport, Unsupported
 from pytest_sglang.correctness.deadline import Budget, CheckStalled
-from pytest_sglang.gates.acceptance import acceptance_outcome
+from pytest_sglang.gates.correctness.acceptance import acceptance_outcome
 from pytest_sglang.plugin.keys import SETTINGS_KEY
 from pytest_sglang.plugin.results import record
 

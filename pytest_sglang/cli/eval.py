@@ -37,7 +37,7 @@ from pytest_sglang.accuracy.verdict import JUDGED, floor_bound
 from pytest_sglang.cli.common import api_key, check_auth, keyword_type, server_url, writable
 from pytest_sglang.errors import ConfigError, ServerUnavailable
 from pytest_sglang.files import read_capped
-from pytest_sglang.gates.accuracy import MAX_BASELINE_BYTES, run_marker
+from pytest_sglang.gates.correctness.accuracy import MAX_BASELINE_BYTES, run_marker
 from pytest_sglang.redaction import scrub
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANNOT_RUN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130

@@ -25,7 +25,7 @@ from pytest_sglang.cli.common import api_key, check_auth, keyword_type, server_u
 from pytest_sglang.correctness import golden
 from pytest_sglang.correctness.http import get
 from pytest_sglang.errors import ConfigError, ServerUnavailable
-from pytest_sglang.gates.golden import run_marker
+from pytest_sglang.gates.correctness.golden import run_marker
 from pytest_sglang.redaction import scrub
 from pytest_sglang.server.client import make_client
 

@@ -81,33 +81,33 @@ class MarkerGate:
 DOCS_URL = "https://github.com/pytest-sglang/pytest-sglang/blob/main/docs/plugin.md#markers"
 
 GATES: tuple[MarkerGate, ...] = (
-    MarkerGate("sglang_capacity", "pytest_sglang.gates.capacity:run_marker",
+    MarkerGate("sglang_capacity", "pytest_sglang.gates.facts.capacity:run_marker",
                "fail unless the server's KV capacity meets these floors (per DP rank)."),
-    MarkerGate("sglang_hicache", "pytest_sglang.gates.hicache:run_marker",
+    MarkerGate("sglang_hicache", "pytest_sglang.gates.facts.hicache:run_marker",
                "fail unless the hierarchical cache is configured (and, with effective=True, works).",
                needs=(LaunchNeed("enable_hierarchical_cache", "--enable-hierarchical-cache",
                                  "the hierarchical cache is what it judges", when="enabled"),)),
-    MarkerGate("sglang_throughput", "pytest_sglang.gates.throughput:run_marker",
+    MarkerGate("sglang_throughput", "pytest_sglang.gates.load.throughput:run_marker",
                "run a load and fail unless it meets these floors and ceilings.", measures=True),
-    MarkerGate("sglang_slo", "pytest_sglang.gates.slo:run_marker",
+    MarkerGate("sglang_slo", "pytest_sglang.gates.load.slo:run_marker",
                "find the highest concurrency at which the SLO holds and fail if it is below "
                "min_concurrency.", measures=True),
-    MarkerGate("sglang_fleet", "pytest_sglang.gates.fleet:run_marker",
+    MarkerGate("sglang_fleet", "pytest_sglang.gates.fleet.health:run_marker",
                "fail unless the workers behind the gateway are healthy, alike and evenly used (and, with "
                "cache_aware=True, route shared prefixes to one worker).",
                # cache_aware=True is judged by measuring the routing, not by the policy's name: smg's
                # prefix_hash and consistent_hashing keep a prefix on one worker too.
                needs=(LaunchNeed("enable_metrics", "--enable-metrics", "max_imbalance counts the requests each "
                                  "worker served in its /metrics", when="max_imbalance"),)),
-    MarkerGate("sglang_accuracy", "pytest_sglang.gates.accuracy:run_marker",
+    MarkerGate("sglang_accuracy", "pytest_sglang.gates.correctness.accuracy:run_marker",
                "run an accuracy task and fail when the score's confidence interval lies below min_score "
                "(or a baseline's)."),
-    MarkerGate("sglang_golden", "pytest_sglang.gates.golden:run_marker",
+    MarkerGate("sglang_golden", "pytest_sglang.gates.correctness.golden:run_marker",
                "fail unless the server's greedy tokens and logprobs match the recording at path."),
-    MarkerGate("sglang_failover", "pytest_sglang.gates.failover:run_marker",
+    MarkerGate("sglang_failover", "pytest_sglang.gates.fleet.failover:run_marker",
                "kill a worker of a launched fleet under load and fail on client errors, slow detection "
                "or slow recovery beyond these limits."),
-    MarkerGate("sglang_pd", "pytest_sglang.gates.pd:run_marker",
+    MarkerGate("sglang_pd", "pytest_sglang.gates.fleet.pd:run_marker",
                "fail unless a prefill-decode fleet's workers are the roles the gateway gives them, move their KV "
                "under load without failures and (with parity=True) answer like a single server.",
                needs=(LaunchNeed("enable_metrics", "--enable-metrics", "the KV transfer under load (load=True, the "
@@ -116,15 +116,15 @@ GATES: tuple[MarkerGate, ...] = (
                       LaunchNeed("disaggregation_enable_kv_checksum", "--disaggregation-enable-kv-checksum",
                                  "kv_checksum=True checks that every worker computes the KV checksum",
                                  when="kv_checksum", roles=("prefill", "decode")))),
-    MarkerGate("sglang_speculative", "pytest_sglang.gates.speculative:run_marker",
+    MarkerGate("sglang_speculative", "pytest_sglang.gates.production.speculative:run_marker",
                "fail unless speculative decoding accepts enough draft tokens (per request and in the server's "
                "metrics) and beats the same model without speculation by min_speedup.",
                needs=(LaunchNeed("speculative_algorithm", "--speculative-algorithm",
                                  "speculative decoding is what it judges", expected=ANY_VALUE),)),
-    MarkerGate("sglang_probes", "pytest_sglang.gates.probes:run_marker",
+    MarkerGate("sglang_probes", "pytest_sglang.gates.production.probes:run_marker",
                "run a load while probing like Kubernetes (readiness and liveness) and fail when the pod would have "
                "been marked unready or restarted, or a DP rank answers nothing while /health is 200."),
-    MarkerGate("sglang_soak", "pytest_sglang.gates.soak:run_marker",
+    MarkerGate("sglang_soak", "pytest_sglang.gates.production.soak:run_marker",
                "hold a load for duration_s while sampling the server, and fail when its RSS or lost free KV grows "
                "beyond a limit (the whole 95% interval of the slope) or it completes nothing for max_stall_s.",
                needs=(LaunchNeed("enable_metrics", "--enable-metrics", "max_kv_free_drift reads the free KV tokens "

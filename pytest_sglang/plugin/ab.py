@@ -2,7 +2,7 @@
 
 A is the run's own launch (``--sglang-launch``, the runner, image, Python, fleet and gateway options);
 B is A with ``--sglang-ab-launch/-image/-python/-gateway`` (or the call's ``launch_b=``). The engine is
-:mod:`pytest_sglang.gates.ab`; this module only turns options and keywords into its arguments, records
+:mod:`pytest_sglang.gates.load.ab`; this module only turns options and keywords into its arguments, records
 the outcome like a marker's (every report shows it) and turns "cannot judge" into a skip that says so
 (a failure under ``--sglang-strict``).
 """
@@ -21,7 +21,7 @@ from pytest_sglang.plugin.keys import POOL_KEY
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.launch import FleetSpec
-    from pytest_sglang.gates.ab import ABSide
+    from pytest_sglang.gates.load.ab import ABSide
     from pytest_sglang.gates.base import GateOutcome
     from pytest_sglang.loadgen import LoadResult, LoadSpec
     from pytest_sglang.plugin.pool import ServerPool
@@ -62,7 +62,7 @@ class ABRunner:
         judge the limit skips it saying how many launches per side would do (fails under --sglang-strict).
         """
         __tracebackhide__ = True
-        from pytest_sglang.gates import ab
+        from pytest_sglang.gates.load import ab
         from pytest_sglang.plugin.keys import SETTINGS_KEY
         from pytest_sglang.plugin.load_runner import _spec
         from pytest_sglang.plugin.results import record
@@ -125,7 +125,7 @@ class ABRunner:
 
     def _sides(self, settings: Settings, launch_b: str | Sequence[str] | None) -> tuple[ABSide, ABSide]:
         from pytest_sglang.errors import ConfigError
-        from pytest_sglang.gates.ab import ABSide
+        from pytest_sglang.gates.load.ab import ABSide
         from pytest_sglang.plugin.launch_args import check_launch
         from pytest_sglang.plugin.launch_config import launch_config
         from pytest_sglang.plugin.values import parse_args
@@ -173,7 +173,7 @@ def _fleet(settings: Settings, gateway: tuple[str, ...] | None) -> FleetSpec | N
 def _limits(text: str | None, source: str) -> dict[str, float]:
     """``5%`` (every A/B metric) or ``metric:pct,...`` read by the baseline's parser; errors name ``source``."""
     from pytest_sglang.errors import ConfigError
-    from pytest_sglang.gates.ab import METRICS
+    from pytest_sglang.gates.load.ab import METRICS
     from pytest_sglang.report.baseline import DEFAULT_LIMIT_PCT, parse_limits
 
     if text is None:

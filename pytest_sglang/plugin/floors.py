@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_sglang.gates.suggest import plausible_range, suggest_floors
-from pytest_sglang.gates.throughput import FLOORS
+from pytest_sglang.gates.load.throughput import FLOORS
 
 if TYPE_CHECKING:
     from pytest_sglang.loadgen import LoadResult

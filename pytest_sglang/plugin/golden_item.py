@@ -4,7 +4,7 @@ One extra item, collected from the recording itself as a ``pytest_collect_file``
 a file: ``golden.json::golden outputs``, appended after the run's own tests (so ``-k golden``
 selects it). It compares the server under test (the ``sglang_server`` fixture) with the recording,
 with the limits ``--sglang-golden-min-match`` and ``--sglang-golden-max-logprob-delta``
-(:mod:`pytest_sglang.gates.golden` judges), and records its outcome like a gate marker's, so the
+(:mod:`pytest_sglang.gates.correctness.golden` judges), and records its outcome like a gate marker's, so the
 terminal summary and every report show it. A recording that is missing or malformed is a usage error
 at collection, before any server starts.
 """
@@ -37,7 +37,7 @@ _LIMITS = ("--sglang-golden-min-match", "--sglang-golden-max-logprob-delta")
 def golden_outputs(request: pytest.FixtureRequest, sglang_server: Handle, sglang_load: LoadRunner,
                    sglang_gate: GateResults) -> None:
     """The server under test answers like the recording given with --sglang-golden."""
-    from pytest_sglang.gates.golden import DEFAULT_TIMEOUT_S, evaluate_golden
+    from pytest_sglang.gates.correctness.golden import DEFAULT_TIMEOUT_S, evaluate_golden
 
     doc = request.node.stash[_DOC_KEY]
     if isinstance(doc, ConfigError):
@@ -79,7 +79,7 @@ def add_golden_item(session: pytest.Session, items: list[pytest.Item], settings:
     In an xdist worker (``usage_error=False``) a usage error would crash the worker, so the item
     fails with the same message instead.
     """
-    from pytest_sglang.gates.golden import load_golden
+    from pytest_sglang.gates.correctness.golden import load_golden
 
     path = settings.sglang_golden
     assert path is not None

@@ -123,7 +123,7 @@ def _check_launch_needs(items: list[pytest.Item], problems: dict[str, str]) -> N
     settings = items[0].config.stash.get(SETTINGS_KEY, None) if marked else None
     if settings is None or settings.mode != "launch":
         return
-    from pytest_sglang.gates.requirements import active_needs, turn_off, unmet_in_launch
+    from pytest_sglang.gates.facts.requirements import active_needs, turn_off, unmet_in_launch
 
     roles = _launch_roles(settings)
     for item, mark in marked:
@@ -221,7 +221,7 @@ def _unmet_on_attached(server: Handle, mark: pytest.Mark) -> GateOutcome | None:
     """An attached server's ``/server_info`` against the marker's needs: a failed outcome, or None when met."""
     if server.mode != "attach":  # a launch was checked at collection, from its args
         return None
-    from pytest_sglang.gates.requirements import active_needs, outcome_for, unmet_on_server
+    from pytest_sglang.gates.facts.requirements import active_needs, outcome_for, unmet_on_server
 
     needs = active_needs(GATES_BY_MARKER[mark.name], mark.kwargs)
     unmet = unmet_on_server(needs, server) if needs else []

@@ -34,8 +34,8 @@ from typing import Any, TypedDict
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import Check, GateOutcome, compare
-from pytest_sglang.gates.shares import worker_shares
-from pytest_sglang.gates.throughput import FLOORS
+from pytest_sglang.gates.load.shares import worker_shares
+from pytest_sglang.gates.load.throughput import FLOORS
 from pytest_sglang.loadgen import LoadResult
 from pytest_sglang.loadgen.intervals import (
     CONFIDENCE,

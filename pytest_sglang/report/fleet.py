@@ -73,9 +73,9 @@ def shares_of(outcome: Mapping[str, Any]) -> dict[str, float] | None:
     """The per-worker request shares a gate outcome (its ``to_dict``) recorded, or None.
 
     Every gate that measures them (throughput, SLO, fleet, failover) records them under the same
-    context key (:data:`pytest_sglang.gates.shares.SHARES_KEY`).
+    context key (:data:`pytest_sglang.gates.load.shares.SHARES_KEY`).
     """
-    from pytest_sglang.gates.shares import worker_shares  # the load generator: at the end of the run only
+    from pytest_sglang.gates.load.shares import worker_shares  # the load generator: at the end of the run only
 
     shares = worker_shares(outcome)
     return {scrub(url): share for url, share in shares.items()} if shares else None

@@ -1,6 +1,6 @@
 """The soak charts of the HTML report: each ``sglang_soak`` test's series against time.
 
-The series is the gate outcome's ``context["_soak"]`` (:data:`pytest_sglang.gates.soak.DATA_KEY`),
+The series is the gate outcome's ``context["_soak"]`` (:data:`pytest_sglang.gates.production.soak.DATA_KEY`),
 at most a few hundred points already (downsampled by the gate). Three charts per soak: resident
 memory, free KV tokens as a share of the pool, and the requests (running, queued, completed a second).
 """

@@ -1,7 +1,7 @@
 """Restart a launched server in place: stop it, start the same launch on the same port, same handle.
 
 What a gate needs to prove that something outlives the process (the hierarchical cache's storage
-tier, :mod:`pytest_sglang.gates.storage_restart`). An attached server is never restarted: pytest-sglang
+tier, :mod:`pytest_sglang.gates.production.storage_restart`). An attached server is never restarted: pytest-sglang
 never signals a process it did not start.
 """
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_sglang.gates.capacity import context_length, running_requests
+from pytest_sglang.gates.facts.capacity import context_length, running_requests
 
 __all__ = ["MAX_CONCURRENCY", "SINGLE_STREAM_SHARE", "SmokeShape", "smoke_shape"]
 

@@ -12,8 +12,8 @@ import pytest
 from pytest_sglang.acceptance.support import run
 from pytest_sglang.correctness import CheckContext, native_checks, openai_checks
 from pytest_sglang.gates.base import GateOutcome, compare
-from pytest_sglang.gates.capacity import evaluate_capacity, served_max_model_len
-from pytest_sglang.gates.throughput import evaluate_throughput
+from pytest_sglang.gates.facts.capacity import evaluate_capacity, served_max_model_len
+from pytest_sglang.gates.load.throughput import evaluate_throughput
 from pytest_sglang.smoke.plan import SINGLE_STREAM_SHARE, smoke_shape
 
 if TYPE_CHECKING:

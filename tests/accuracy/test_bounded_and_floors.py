@@ -11,7 +11,7 @@ from pytest_sglang.accuracy import AccuracyResult, Harness, gsm8k, judge
 from pytest_sglang.accuracy.arithmetic import Generated, generate
 from pytest_sglang.accuracy.verdict import Outcome, Tally
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.gates.accuracy import evaluate_accuracy, run_marker
+from pytest_sglang.gates.correctness.accuracy import evaluate_accuracy, run_marker
 from pytest_sglang.gates.keywords import KeywordError, marker_problem
 
 

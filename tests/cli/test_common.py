@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pytest_sglang.cli.common import api_key, keyword_type
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.files import DEFAULT_CAP, check_writable, read_capped
-from pytest_sglang.gates.accuracy import run_marker
+from pytest_sglang.gates.correctness.accuracy import run_marker
 
 MIN_SCORE = keyword_type(run_marker, "min_score", "--min-score")
 NUM_EXAMPLES = keyword_type(run_marker, "num_examples", "--num-examples")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_sglang.correctness.result import MAX_SHOWN, CheckReport
-from pytest_sglang.gates.acceptance import acceptance_outcome
+from pytest_sglang.gates.correctness.acceptance import acceptance_outcome
 
 EMPTY = 'choice 0: finish_reason is "" (an empty string breaks OpenAI clients)'
 

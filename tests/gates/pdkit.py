@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fleetkit import SIM, SMG, gateway_ready, stop_group
+from gates.fleetkit import SIM, SMG, gateway_ready, stop_group
 
 from pytest_sglang.simulator import Simulator, free_port
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from pytest_sglang.gates import capacity, hicache
+from pytest_sglang.gates.facts import capacity
+from pytest_sglang.gates.facts import hicache
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.server import LaunchConfig, SGLangServer, launch
 

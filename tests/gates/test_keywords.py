@@ -26,7 +26,7 @@ from pytest_sglang.gates.keywords import (
     signature_text,
 )
 from pytest_sglang.gates.registry import GATES
-from pytest_sglang.gates.throughput import assert_throughput, evaluate_throughput
+from pytest_sglang.gates.load.throughput import assert_throughput, evaluate_throughput
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 
 

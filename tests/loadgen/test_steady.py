@@ -6,7 +6,7 @@ import pytest
 from sim_model import SHAPE
 
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.gates.throughput import evaluate_throughput
+from pytest_sglang.gates.load.throughput import evaluate_throughput
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.collect import Collector
 from pytest_sglang.loadgen.record import RequestRecord

@@ -9,7 +9,7 @@ import pytest
 from loadgen_fake import FakeServer
 
 from pytest_sglang.gates.registry import GateContext
-from pytest_sglang.gates.throughput import run_marker as throughput_marker
+from pytest_sglang.gates.load.throughput import run_marker as throughput_marker
 from pytest_sglang.loadgen import LoadSpec, run_load
 
 FAST: dict[str, Any] = dict(input_len=8, output_len=8, sample_server_metrics=False)

@@ -12,7 +12,7 @@ import pytest
 from sim_model import MODEL, SHAPE
 
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.gates.throughput import evaluate_throughput
+from pytest_sglang.gates.load.throughput import evaluate_throughput
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.soak import SoakSpec, run_soak
 from pytest_sglang.loadgen.vocab import resolve_vocab, vocab_text

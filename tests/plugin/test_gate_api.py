@@ -12,7 +12,7 @@ import pytest
 from filelock import FileLock, Timeout
 from plugin_helpers import SIM_LAUNCH
 
-from pytest_sglang.gates import hicache
+from pytest_sglang.gates.facts import hicache
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.plugin import settings as settings_mod
 from pytest_sglang.plugin.load_runner import LoadRunner

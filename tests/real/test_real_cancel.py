@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from realsgl import RawServer
 
-from pytest_sglang.gates import drain
-from pytest_sglang.gates.throughput import evaluate_throughput
+from pytest_sglang.gates.load import drain
+from pytest_sglang.gates.load.throughput import evaluate_throughput
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.server.start import attach
 

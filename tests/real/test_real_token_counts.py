@@ -14,7 +14,7 @@ import json
 import pytest
 from realsgl import RawServer
 
-from pytest_sglang.gates.throughput import evaluate_throughput
+from pytest_sglang.gates.load.throughput import evaluate_throughput
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.server.client import make_client
 

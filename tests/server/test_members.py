@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pytest_sglang.fleet.discovery import WorkerEntry
 from pytest_sglang.fleet.handle import SGLangFleet, WorkerHandle
-from pytest_sglang.gates.drain import targets
+from pytest_sglang.gates.load.drain import targets
 from pytest_sglang.server.handle import SGLangServer
 from pytest_sglang.server.members import Handle
 
