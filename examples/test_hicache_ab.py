@@ -9,8 +9,8 @@ from __future__ import annotations
 from pytest_sglang import GateOutcome
 from pytest_sglang.gates.base import compare
 from pytest_sglang.gates.facts.capacity import token_capacity
-from pytest_sglang.gates.load.comparable import comparable
 from pytest_sglang.gates.facts.hicache import host_pools
+from pytest_sglang.gates.load.comparable import comparable
 from pytest_sglang.loadgen.prefix_reuse import run_prefix_reuse
 
 

@@ -21,8 +21,8 @@ from pytest_sglang.plugin.keys import POOL_KEY
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.launch import FleetSpec
-    from pytest_sglang.gates.load.ab import ABSide
     from pytest_sglang.gates.base import GateOutcome
+    from pytest_sglang.gates.load.ab import ABSide
     from pytest_sglang.loadgen import LoadResult, LoadSpec
     from pytest_sglang.plugin.pool import ServerPool
     from pytest_sglang.plugin.settings import Settings

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_sglang.gates.suggest import plausible_range, suggest_floors
 from pytest_sglang.gates.load.throughput import FLOORS
+from pytest_sglang.gates.suggest import plausible_range, suggest_floors
 
 if TYPE_CHECKING:
     from pytest_sglang.loadgen import LoadResult

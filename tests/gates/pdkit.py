@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gates.fleetkit import SIM, SMG, gateway_ready, stop_group
-
 from pytest_sglang.simulator import Simulator, free_port
 
 #: The bootstrap port a prefill worker is listed with when the test does not say (SGLang's default).

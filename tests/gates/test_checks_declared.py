@@ -13,8 +13,8 @@ import pytest
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates.keywords import Always, AnyOf
-from pytest_sglang.gates.registry import GATES, GATES_BY_MARKER, MarkerGate
 from pytest_sglang.gates.load.throughput import evaluate_throughput
+from pytest_sglang.gates.registry import GATES, GATES_BY_MARKER, MarkerGate
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 
 

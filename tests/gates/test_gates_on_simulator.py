@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_sglang.gates.facts import capacity
-from pytest_sglang.gates.facts import hicache
+from pytest_sglang.gates.facts import capacity, hicache
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.server import LaunchConfig, SGLangServer, launch
 

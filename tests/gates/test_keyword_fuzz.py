@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.facts.capacity import evaluate_capacity
 from pytest_sglang.gates.keywords import IntList, Keyword, declared, marker_problem
-from pytest_sglang.gates.registry import GATES
 from pytest_sglang.gates.load.throughput import evaluate_throughput
+from pytest_sglang.gates.registry import GATES
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

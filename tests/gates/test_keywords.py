@@ -25,8 +25,8 @@ from pytest_sglang.gates.keywords import (
     marker_problem,
     signature_text,
 )
-from pytest_sglang.gates.registry import GATES
 from pytest_sglang.gates.load.throughput import assert_throughput, evaluate_throughput
+from pytest_sglang.gates.registry import GATES
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 
 

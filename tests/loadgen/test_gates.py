@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.load.slo import run_marker as slo_marker
 from pytest_sglang.gates.load.throughput import assert_throughput, evaluate_throughput, median_result
 from pytest_sglang.gates.load.throughput import run_marker as throughput_marker
+from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 from pytest_sglang.loadgen.record import RequestRecord
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from loadgen_fake import FakeServer
 
-from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.load.throughput import run_marker as throughput_marker
+from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import run_load
 from pytest_sglang.server.base import ExitStatus
 

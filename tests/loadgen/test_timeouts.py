@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from loadgen_fake import FakeServer
 
-from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.load.throughput import run_marker as throughput_marker
+from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadSpec, run_load
 
 FAST: dict[str, Any] = dict(input_len=8, output_len=8, sample_server_metrics=False)

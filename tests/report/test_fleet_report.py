@@ -17,8 +17,8 @@ import sample
 
 from pytest_sglang.fleet.discovery import WorkerEntry
 from pytest_sglang.fleet.handle import SGLangFleet
-from pytest_sglang.gates.fleet import failover
 from pytest_sglang.gates.base import GateOutcome, compare
+from pytest_sglang.gates.fleet import failover
 from pytest_sglang.gates.fleet.failover_run import FailoverRun, Snapshot
 from pytest_sglang.loadgen import LoadResult, LoadSpec, RequestRecord
 from pytest_sglang.report import fleet, html, json_report, markdown, terminal

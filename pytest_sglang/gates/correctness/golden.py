@@ -21,8 +21,8 @@ from pytest_sglang.correctness import golden
 from pytest_sglang.correctness.payload import as_dict
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import GateOutcome, compare
-from pytest_sglang.gates.load.comparable import FIELDS, differences
 from pytest_sglang.gates.keywords import Always, AtLeast, Fraction, KeywordError, Seconds, rules
+from pytest_sglang.gates.load.comparable import FIELDS, differences
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 
 if TYPE_CHECKING:

@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Any
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare
-from pytest_sglang.gates.keywords import AnyOf, OptionalCount, Requires
-from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.facts.workers import (
     fact_int,
     for_worker,
@@ -32,6 +30,8 @@ from pytest_sglang.gates.facts.workers import (
     not_checked,
     unreachable_why,
 )
+from pytest_sglang.gates.keywords import AnyOf, OptionalCount, Requires
+from pytest_sglang.gates.registry import GateContext
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import Handle, SGLangFleet, WorkerHandle

@@ -23,9 +23,9 @@ from pytest_sglang.formatting import fmt
 from pytest_sglang.gates import keywords
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.facts.capacity import token_capacity
+from pytest_sglang.gates.facts.workers import for_worker, merge_context, no_workers, not_checked, unreachable_why
 from pytest_sglang.gates.keywords import OptionalCount, Requires, Threshold, sglang_choices
 from pytest_sglang.gates.registry import GateContext, LockingLoad
-from pytest_sglang.gates.facts.workers import for_worker, merge_context, no_workers, not_checked, unreachable_why
 from pytest_sglang.loadgen.prefix_reuse import ReuseResult, run_prefix_reuse
 from pytest_sglang.sglang.hostmem import GB, GiB
 

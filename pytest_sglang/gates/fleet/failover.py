@@ -25,12 +25,11 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.fleet.handle import fleet_of
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates import keywords
-from pytest_sglang.gates.load import throughput as tput
 from pytest_sglang.gates.base import Check, GateNotApplicable, GateOutcome, compare
-from pytest_sglang.gates.load.drain import Storm
 from pytest_sglang.gates.fleet.failover_run import RECOVER_WINDOW_S, TIMELINE, FailoverRun, never_check
 from pytest_sglang.gates.keywords import AtLeast, AtMost, Fraction, KeywordError, OneOf, Requires, Threshold
-from pytest_sglang.gates.registry import GateContext, LockingLoad
+from pytest_sglang.gates.load import throughput as tput
+from pytest_sglang.gates.load.drain import Storm
 from pytest_sglang.gates.load.shares import REQUESTS_KEY, SHARES_KEY
 from pytest_sglang.gates.load.throughput import (
     CancelAfter,
@@ -43,6 +42,7 @@ from pytest_sglang.gates.load.throughput import (
     Timeout,
     TimeScale,
 )
+from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.loadgen import LoadSpec
 from pytest_sglang.loadgen.spec import APIS
 

@@ -12,10 +12,10 @@ import dataclasses
 from typing import Any
 
 from pytest_sglang.formatting import fmt
-from pytest_sglang.gates.load import throughput as tput
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.fleet.failover_run import never_check
 from pytest_sglang.gates.fleet.gateway_restart_run import GatewayRestartRun
+from pytest_sglang.gates.load import throughput as tput
 from pytest_sglang.gates.load.shares import SHARES_KEY
 
 GATE = "failover"

@@ -16,7 +16,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pytest_sglang.gates.fleet.failover_run import POLL_S, PROBE_EVERY_S, RECOVER_WINDOW_S, LoadThread, Snapshot, snapshot
+from pytest_sglang.gates.fleet.failover_run import (
+    POLL_S,
+    PROBE_EVERY_S,
+    RECOVER_WINDOW_S,
+    LoadThread,
+    Snapshot,
+    snapshot,
+)
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from pytest_sglang.fleet.handle import fleet_of
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.correctness.consistency import FIELDS, compare_workers, views
-from pytest_sglang.gates.load.drain import Storm
+from pytest_sglang.gates.fleet.registration import registration_check
 from pytest_sglang.gates.keywords import (
     Always,
     AtLeast,
@@ -41,8 +41,7 @@ from pytest_sglang.gates.keywords import (
     Threshold,
     rules,
 )
-from pytest_sglang.gates.fleet.registration import registration_check
-from pytest_sglang.gates.registry import GateContext, LockingLoad
+from pytest_sglang.gates.load.drain import Storm
 from pytest_sglang.gates.load.shares import WorkerShares, measure
 from pytest_sglang.gates.load.throughput import (
     CancelAfter,
@@ -56,6 +55,7 @@ from pytest_sglang.gates.load.throughput import (
     TimeScale,
     load_spec,
 )
+from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.loadgen.spec import APIS
 
 if TYPE_CHECKING:
@@ -167,8 +167,8 @@ def _load_lock(ctx: GateContext) -> contextlib.AbstractContextManager[None]:
 
 def cache_check(ctx: GateContext, fleet: SGLangFleet, out: GateOutcome) -> None:
     """Prefix-sharing traffic through the gateway against the same traffic routed at random."""
-    from pytest_sglang.gates.fleet.cache_routing import run_cache_routing, workload_for
     from pytest_sglang.gates.facts.capacity import token_capacity
+    from pytest_sglang.gates.fleet.cache_routing import run_cache_routing, workload_for
 
     regular = [w for w in fleet.workers if w.role == "regular"]
     servers = [w.server for w in regular if w.server is not None]

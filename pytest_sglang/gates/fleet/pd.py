@@ -32,10 +32,7 @@ from typing import TYPE_CHECKING, Annotated
 from pytest_sglang.accuracy import TASKS
 from pytest_sglang.fleet.handle import fleet_of
 from pytest_sglang.gates import keywords
-from pytest_sglang.gates.load import throughput as tput
 from pytest_sglang.gates.base import Check, GateOutcome
-from pytest_sglang.gates.load.drain import Storm
-from pytest_sglang.gates.keywords import AtLeast, AtMost, Fraction, OneOf, Requires, Threshold, sglang_choices
 from pytest_sglang.gates.fleet.pd_parity import Parity, run_parity
 from pytest_sglang.gates.fleet.pd_roles import (
     GATE,
@@ -47,7 +44,9 @@ from pytest_sglang.gates.fleet.pd_roles import (
     role_checks,
 )
 from pytest_sglang.gates.fleet.pd_transfer import Limits, TransferWindow, read_all, transfer_checks
-from pytest_sglang.gates.registry import GateContext
+from pytest_sglang.gates.keywords import AtLeast, AtMost, Fraction, OneOf, Requires, Threshold, sglang_choices
+from pytest_sglang.gates.load import throughput as tput
+from pytest_sglang.gates.load.drain import Storm
 from pytest_sglang.gates.load.throughput import (
     CancelAfter,
     CancelRate,
@@ -60,6 +59,7 @@ from pytest_sglang.gates.load.throughput import (
     TimeScale,
     load_spec,
 )
+from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen.spec import APIS
 
 if TYPE_CHECKING:

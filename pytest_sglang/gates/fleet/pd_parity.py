@@ -23,8 +23,8 @@ import httpx
 from pytest_sglang import ledger
 from pytest_sglang.correctness import golden
 from pytest_sglang.gates.base import Check, GateOutcome, compare
-from pytest_sglang.gates.load.comparable import MODEL_FIELDS, comparable
 from pytest_sglang.gates.fleet.pd_roles import GATE, PD_ROLES
+from pytest_sglang.gates.load.comparable import MODEL_FIELDS, comparable
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 
 if TYPE_CHECKING:

@@ -27,9 +27,9 @@ from pytest_sglang.gates.keywords import (
     Seconds,
     Threshold,
 )
-from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.load.shares import run_loads
 from pytest_sglang.gates.load.throughput import FLOORS, Length, Timeout, judge
+from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 from pytest_sglang.loadgen.intervals import reliable, unreliable_note
 from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT

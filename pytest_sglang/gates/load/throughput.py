@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates import keywords
-from pytest_sglang.gates.load import drain
 from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.keywords import (
     Above,
@@ -34,6 +33,7 @@ from pytest_sglang.gates.keywords import (
     OptionalCount,
     Threshold,
 )
+from pytest_sglang.gates.load import drain
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 from pytest_sglang.loadgen.datasets import PromptSource
@@ -63,7 +63,7 @@ Dataset = str
 TimeScale = Annotated[float, Above(0)]
 #: ``prompt_token_tolerance_pct=``: % the server's prompt_tokens may differ from those sent (loadgen/tokencount.py).
 Tolerance = Annotated[float | None, AtLeast(0), AtMost(MAX_TOLERANCE_PCT)]
-#: ``cancel_rate=``, ``cancel_after_tokens=``, ``max_drain_s=``: a cancellation storm and its drain (gates/load/drain.py).
+#: ``cancel_rate=``, ``cancel_after_tokens=``, ``max_drain_s=``: a cancellation storm and its drain (load/drain.py).
 CancelRate = Annotated[float | None, Fraction()]
 CancelAfter = Annotated[int | None, AtLeast(1), AtMost(MAX_LEN)]
 DrainSeconds = Annotated[float | None, Above(0), AtMost(3600)]

@@ -36,8 +36,8 @@ import httpx
 
 from pytest_sglang.gates.base import Check, GateCannotJudge, GateOutcome, compare
 from pytest_sglang.gates.keywords import Above, AnyOf, Count, KeywordError, OneOf, UrlPath, rules
-from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.gates.load.throughput import InFlight, Length, Requests, Timeout, load_spec
+from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen.probing import Prober, ProbeResult, ProbeSpec
 from pytest_sglang.loadgen.spec import APIS, MAX_REQUESTS
 

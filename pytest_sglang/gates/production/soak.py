@@ -41,8 +41,8 @@ from pytest_sglang.gates.keywords import (
     OneOf,
     Threshold,
 )
-from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.gates.load.throughput import InFlight, Length, Timeout
+from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.loadgen.intervals import CONFIDENCE, Interval
 from pytest_sglang.loadgen.soak import SoakRun, SoakSpec, process_tree_rss_mb, run_soak
 from pytest_sglang.loadgen.soak_series import MIN_FIT_SAMPLES, SoakSample, beyond, downsample, fit_slope, fit_window

@@ -38,11 +38,18 @@ from typing import TYPE_CHECKING, Annotated
 from pytest_sglang.errors import ServerUnavailable, SGLangError
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import Check, GateOutcome, compare
-from pytest_sglang.gates.load.comparable import comparable
 from pytest_sglang.gates.keywords import Above, AnyOf, AtLeast, AtMost, Count, Fraction, Relation, rules
-from pytest_sglang.gates.registry import GateContext, LockingLoad
-from pytest_sglang.gates.production.spec_buckets import FLOORS, Floor, bucket_label, bucket_lens, bucket_problem, floor_of
+from pytest_sglang.gates.load.comparable import comparable
 from pytest_sglang.gates.load.throughput import InFlight, Length, Requests, Timeout, load_spec
+from pytest_sglang.gates.production.spec_buckets import (
+    FLOORS,
+    Floor,
+    bucket_label,
+    bucket_lens,
+    bucket_problem,
+    floor_of,
+)
+from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
 from pytest_sglang.loadgen.spec import MAX_LEN
 from pytest_sglang.loadgen.spec_sample import SpecSample, sample_acceptance

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from pytest_sglang.gates.registry import GATES_BY_MARKER
 from pytest_sglang.gates.facts.requirements import active_needs, outcome_for, turn_off, unmet_in_launch, unmet_on_server
+from pytest_sglang.gates.registry import GATES_BY_MARKER
 from pytest_sglang.server.handle import SGLangServer
 from pytest_sglang.sglang.args import parse_launch_args
 

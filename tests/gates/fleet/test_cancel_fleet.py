@@ -8,6 +8,7 @@ cancelled requests' slots, and the marker names that worker.
 from __future__ import annotations
 
 import pytest
+
 from gates.fleetkit import SIM_LAUNCH
 
 INNER = """

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from gates.fleetkit import ROUTER, ROUTER_PYTHON, SIM_LAUNCH, own_fleet
 
+from gates.fleetkit import ROUTER, ROUTER_PYTHON, SIM_LAUNCH, own_fleet
 from pytest_sglang.gates.fleet import failover
 from pytest_sglang.gates.keywords import marker_problem
 from pytest_sglang.report.json_report import validation_errors

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from gates.fleetkit import SIM_LAUNCH, SMG
 
+from gates.fleetkit import SIM_LAUNCH, SMG
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.fleet import failover
 from pytest_sglang.gates.keywords import marker_problem

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from gates.fleetkit import ROUTER, ROUTER_PYTHON, OwnFleet, own_fleet
 
 MIXED = (("--model-path", "sim/tiny-llama", "--max-total-tokens", "8192"),

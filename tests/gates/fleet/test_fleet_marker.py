@@ -7,6 +7,7 @@ Real pytest sessions (pytester) launching simulator workers behind the real gate
 from __future__ import annotations
 
 import pytest
+
 from gates.fleetkit import SIM_LAUNCH
 
 ROUND_ROBIN = """

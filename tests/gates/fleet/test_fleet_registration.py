@@ -16,6 +16,7 @@ from pathlib import Path
 import httpcore  # noqa: F401  before pytester's sys.modules snapshot: a re-import would unmap httpx's errors
 import httpx
 import pytest
+
 from gates.fleetkit import ROUTER, ROUTER_PYTHON, OwnFleet, own_fleet
 
 INNER = """

@@ -10,13 +10,13 @@ from pytest_sglang.errors import ConfigError
 from pytest_sglang.fleet.discovery import WorkerEntry
 from pytest_sglang.fleet.handle import SGLangFleet, WorkerHandle
 from pytest_sglang.gates.base import GateOutcome
-from pytest_sglang.gates.fleet.cache_routing import RoutingResult, RoutingWorkload, workload_for
-from pytest_sglang.gates.facts.capacity import evaluate_fleet_capacity
 from pytest_sglang.gates.correctness.consistency import FIELDS, WorkerView, compare_workers, differing, table, views
-from pytest_sglang.gates.fleet.health import imbalance
+from pytest_sglang.gates.facts.capacity import evaluate_fleet_capacity
 from pytest_sglang.gates.facts.hicache import evaluate_fleet_hicache
-from pytest_sglang.gates.load.shares import Counters, WorkerShares, worker_shares
 from pytest_sglang.gates.facts.workers import NOT_CHECKED, not_checked
+from pytest_sglang.gates.fleet.cache_routing import RoutingResult, RoutingWorkload, workload_for
+from pytest_sglang.gates.fleet.health import imbalance
+from pytest_sglang.gates.load.shares import Counters, WorkerShares, worker_shares
 from pytest_sglang.server.handle import SGLangServer
 
 

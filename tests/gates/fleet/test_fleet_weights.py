@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from gates.fleetkit import OwnFleet, own_fleet
 
 MODEL = ("--model-path", "sim/tiny-llama")

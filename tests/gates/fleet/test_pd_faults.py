@@ -9,6 +9,7 @@ answers without it) and a decode worker that lost its prefill peer.
 from __future__ import annotations
 
 import pytest
+
 from gates.fleetkit import SIM_LAUNCH
 
 PD = ("--sglang-simulate", "--sglang-prefill", "1", "--sglang-decode", "1")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from gates.fleetkit import ROUTER_PYTHON, SIM_LAUNCH
 from gates.pdkit import own_pd_fleet
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gates.fleetkit import SIM, SIM_LAUNCH
 
+from gates.fleetkit import SIM, SIM_LAUNCH
 from pytest_sglang.simulator import Simulator
 
 PD = ("--sglang-simulate", "--sglang-prefill", "1", "--sglang-decode", "1", "--sglang-launch", SIM_LAUNCH)

@@ -6,11 +6,11 @@ import pytest
 
 from pytest_sglang.fleet.discovery import WorkerEntry
 from pytest_sglang.fleet.handle import WorkerHandle
-from pytest_sglang.gates.keywords import marker_problem
 from pytest_sglang.gates.fleet.pd import run_marker
 from pytest_sglang.gates.fleet.pd_parity import reference_args
 from pytest_sglang.gates.fleet.pd_roles import WorkerFacts, role_checks
 from pytest_sglang.gates.fleet.pd_transfer import COUNTERS, HISTOGRAMS, Limits, TransferWindow, transfer_checks
+from pytest_sglang.gates.keywords import marker_problem
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 from pytest_sglang.sglang.args import parse_launch_args
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gates.fleetkit import own_fleet
 
+from gates.fleetkit import own_fleet
 from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
 
 WORKER = ("--model-path", "sim/tiny-llama", "--enable-cache-report")

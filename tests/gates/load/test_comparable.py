@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pytest_sglang.gates.load.comparable import FIELDS, MODEL_FIELDS, comparable, differences
 from pytest_sglang.gates.correctness.consistency import FIELDS as WORKER_FIELDS
 from pytest_sglang.gates.keywords import Fraction
+from pytest_sglang.gates.load.comparable import FIELDS, MODEL_FIELDS, comparable, differences
 
 INFO = {"version": "0.5.23", "model_path": "Qwen/Qwen3-8B", "dtype": "bfloat16", "quantization": None, "tp_size": 2,
         "pp_size": 1, "dp_size": 1, "ep_size": 1, "speculative_algorithm": "EAGLE3"}

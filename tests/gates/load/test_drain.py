@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_sglang.gates.load import drain
 from pytest_sglang.gates.base import GateOutcome
+from pytest_sglang.gates.load import drain
 from pytest_sglang.loadgen import LoadResult, LoadSpec
 from pytest_sglang.sglang import metrics_text
 
