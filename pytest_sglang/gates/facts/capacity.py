@@ -162,11 +162,7 @@ def evaluate_capacity(
                           ("min_fleet_total_tokens", min_fleet_total_tokens)) if v is not None})
     out = GateOutcome(GATE)
     if min_fleet_total_tokens is not None:
-        pools = token_capacity(info)
-        out.add(compare(GATE, "fleet_total_tokens", sum(pools.per_rank) if pools.per_rank else None, ">=",
-                        min_fleet_total_tokens, unit="tokens", keyword="min_fleet_total_tokens",
-                        source=f"one server (no gateway): sum over its DP ranks of {pools.source}",
-                        remedy=_tokens_remedy(info) + "; or serve from more workers (--sglang-workers N)"))
+        out.add(_one_server_total(token_capacity(info), info, min_fleet_total_tokens))
     if min_total_tokens is not None:
         out.add(_check("min_total_tokens", "max_total_num_tokens", token_capacity(info), min_total_tokens,
                        "tokens", _tokens_remedy(info)))
@@ -361,10 +357,13 @@ def evaluate_fleet_capacity(
         out.add(no_workers(GATE, fleet))
     parts: list[tuple[Member, GateOutcome]] = []
     pools: list[tuple[Member, int | None]] = []
+    alone: tuple[Figure, Mapping[str, Any]] | None = None  # a lone server's pool and info: its total's wording
     for worker in members:
         info, why = info_of(worker)
         figure = token_capacity(info) if info is not None else None
         pools.append((worker, sum(figure.per_rank) if figure is not None and figure.per_rank else None))
+        if figure is not None and info is not None and worker.label() is None:
+            alone = figure, info
         if info is None or worker.server is None:
             _unreachable_capacity(out, worker, why, floors)
             continue
@@ -373,10 +372,20 @@ def evaluate_fleet_capacity(
                                      avg_request_tokens=avg_request_tokens, **floors)
             out.checks += [for_worker(c, worker) for c in part.checks]
             parts.append((worker, part))
-    if min_fleet_total_tokens is not None:
+    if min_fleet_total_tokens is not None and alone is not None:
+        out.add(_one_server_total(*alone, min_fleet_total_tokens))
+    elif min_fleet_total_tokens is not None:
         out.add(_fleet_total(pools, min_fleet_total_tokens))
     merge_context(out, parts)
     return out
+
+
+def _one_server_total(pools: Figure, info: Mapping[str, Any], required: int) -> Check:
+    """A lone server (a fleet of one, unlabelled): the sum over its DP ranks."""
+    return compare(GATE, "fleet_total_tokens", sum(pools.per_rank) if pools.per_rank else None, ">=", required,
+                   unit="tokens", keyword="min_fleet_total_tokens",
+                   source=f"one server (no gateway): sum over its DP ranks of {pools.source}",
+                   remedy=_tokens_remedy(info) + "; or serve from more workers (--sglang-workers N)")
 
 
 def _fleet_total(pools: Sequence[tuple[Member, int | None]], required: int) -> Check:
