@@ -7,9 +7,10 @@ the effective running-request limit from ``internal_states[i].effective_max_runn
 from ``/v1/models`` ``max_model_len`` or ``max_req_input_len`` (= min(context, pool) - 6).
 Static numbers can lie, so ``verify_live=True`` also sends the requests and checks they ran at once.
 
-A fleet's per-worker capacity evaluation (``evaluate_fleet_capacity``) is at the end of this module, not in one of
-its own: the marker and the assert helper call it, and it calls the single-server evaluation, so a
-module of its own made a circle (issue 31). Hence ~400 lines; shared per-worker helpers: gates/facts/workers.py.
+The loop over the handle's members (``evaluate_fleet_capacity``: a lone server is its own one member, a
+fleet's workers each) is at the end of this module, not in one of its own: the marker and the assert
+helper call it, and it calls the single-server evaluation, so a module of its own made a circle (issue
+31). Hence ~400 lines; shared per-member helpers: gates/facts/workers.py.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ from the startup log's ``Allocating ... hierarchical KV host pool`` lines when t
 server; each check names its source, and when neither exists the message says what to enable.
 ``effective=True`` proves the cache works (:mod:`pytest_sglang.loadgen.prefix_reuse`).
 
-A fleet's per-worker hicache evaluation (``evaluate_fleet_hicache``) is at the end of this module, not in one of
-its own: the marker and the assert helper call it, and it calls the single-server evaluation, so a
-module of its own made a circle (issue 31). Hence ~400 lines; shared per-worker helpers: gates/facts/workers.py.
+The loop over the handle's members (``evaluate_fleet_hicache``: a lone server is its own one member, a
+fleet's workers each) is at the end of this module, not in one of its own: the marker and the assert
+helper call it, and it calls the single-server evaluation, so a module of its own made a circle (issue
+31). Hence ~430 lines; shared per-member helpers: gates/facts/workers.py.
 """
 
 from __future__ import annotations
