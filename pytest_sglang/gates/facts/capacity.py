@@ -62,18 +62,17 @@ class Figure:
         return "per DP rank: " + ", ".join(fmt(v) for v in self.per_rank)
 
 
-def _states(info: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _states(info: Mapping[str, object]) -> list[Mapping[str, Any]]:
     states = info.get("internal_states")
     return [s for s in states if isinstance(s, Mapping)] if isinstance(states, list) else []
 
 
-def _ints(values: Sequence[Any]) -> tuple[int, ...] | None:
-    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return tuple(values)
-    return None
+def _ints(values: Sequence[object]) -> tuple[int, ...] | None:
+    ints = tuple(v for v in values if isinstance(v, int) and not isinstance(v, bool))
+    return ints if values and len(ints) == len(values) else None
 
 
-def token_capacity(info: Mapping[str, Any]) -> Figure:
+def token_capacity(info: Mapping[str, object]) -> Figure:
     """KV pool tokens per DP rank."""
     states = _states(info)
     caps = _ints([(s.get("memory_usage") or {}).get("token_capacity") for s in states])
@@ -86,7 +85,7 @@ def token_capacity(info: Mapping[str, Any]) -> Figure:
                       "nor max_total_num_tokens")
 
 
-def running_requests(info: Mapping[str, Any]) -> Figure:
+def running_requests(info: Mapping[str, object]) -> Figure:
     """The effective max running requests per DP rank."""
     values = _ints([s.get("effective_max_running_requests_per_dp") for s in _states(info)])
     if values is not None:
@@ -99,7 +98,7 @@ def running_requests(info: Mapping[str, Any]) -> Figure:
                       "missing and the top-level max_running_requests is null (resolved at startup)")
 
 
-def context_length(info: Mapping[str, Any], max_model_len: int | None) -> Figure:
+def context_length(info: Mapping[str, object], max_model_len: int | None) -> Figure:
     """The longest request the server accepts: min(model context, KV pool)."""
     pool = token_capacity(info).least
     if max_model_len is not None:
@@ -117,7 +116,7 @@ def context_length(info: Mapping[str, Any], max_model_len: int | None) -> Figure
     return Figure((), "not reported: /v1/models max_model_len and /server_info max_req_input_len are missing")
 
 
-def concurrent_requests(info: Mapping[str, Any], avg_request_tokens: int) -> Figure:
+def concurrent_requests(info: Mapping[str, object], avg_request_tokens: int) -> Figure:
     """Requests of ``avg_request_tokens`` that fit at once, summed over DP ranks."""
     caps, running = token_capacity(info), running_requests(info)
     if not caps.per_rank:
@@ -129,7 +128,7 @@ def concurrent_requests(info: Mapping[str, Any], avg_request_tokens: int) -> Fig
                                 f"effective max running requests) [{caps.source}]")
 
 
-def _tokens_remedy(info: Mapping[str, Any]) -> str:
+def _tokens_remedy(info: Mapping[str, object]) -> str:
     cap = info.get("max_total_tokens")
     capped = (f"raise or drop --max-total-tokens (now {cap}: it caps the pool)" if cap
               else "--max-total-tokens only lowers it")
@@ -143,7 +142,7 @@ def _check(keyword: str, metric: str, figure: Figure, required: int, unit: str, 
 
 
 def evaluate_capacity(
-    info: Mapping[str, Any], *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
+    info: Mapping[str, object], *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
     min_context_length: int | None = None, min_concurrent_requests: int | None = None,
     avg_request_tokens: int | None = None, max_model_len: int | None = None,
     min_fleet_total_tokens: int | None = None,
@@ -186,7 +185,7 @@ def evaluate_capacity(
     return out
 
 
-def _add_context(out: GateOutcome, info: Mapping[str, Any]) -> None:
+def _add_context(out: GateOutcome, info: Mapping[str, object]) -> None:
     keys = ("mem_fraction_static", "max_total_tokens", "max_running_requests", "context_length", "dp_size",
             "tp_size")
     view = ", ".join(f"{k}={info.get(k)}" for k in keys if k in info)
@@ -195,8 +194,8 @@ def _add_context(out: GateOutcome, info: Mapping[str, Any]) -> None:
 
 
 def assert_capacity(
-    info: Mapping[str, Any] | Handle, *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
-    min_context_length: int | None = None, min_concurrent_requests: int | None = None,
+    info: Mapping[str, object] | Handle, *, min_total_tokens: int | None = None,
+    min_running_requests: int | None = None, min_context_length: int | None = None, min_concurrent_requests: int | None = None,
     avg_request_tokens: int | None = None, min_fleet_total_tokens: int | None = None,
     max_model_len: int | None = None,
 ) -> GateOutcome:
@@ -381,7 +380,7 @@ def evaluate_fleet_capacity(
     return out
 
 
-def _one_server_total(pools: Figure, info: Mapping[str, Any], required: int) -> Check:
+def _one_server_total(pools: Figure, info: Mapping[str, object], required: int) -> Check:
     """A lone server (a fleet of one, unlabelled): the sum over its DP ranks."""
     return compare(GATE, "fleet_total_tokens", sum(pools.per_rank) if pools.per_rank else None, ">=", required,
                    unit="tokens", keyword="min_fleet_total_tokens",

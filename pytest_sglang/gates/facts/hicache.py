@@ -117,7 +117,7 @@ def _device_bytes_per_token(info: Mapping[str, Any]) -> float | None:
     return None
 
 
-def host_pools(server: HicacheServer, info: Mapping[str, Any]) -> HostPools:
+def host_pools(server: HicacheServer, info: Mapping[str, object]) -> HostPools:
     """Measured host pools: the metric gauge first, then the startup log."""
     logged = _log_pools(server)
     log_gb = tuple(float(p.gb) for p in logged)
