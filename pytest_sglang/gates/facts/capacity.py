@@ -195,9 +195,9 @@ def _add_context(out: GateOutcome, info: Mapping[str, object]) -> None:
 
 def assert_capacity(
     info: Mapping[str, object] | Handle, *, min_total_tokens: int | None = None,
-    min_running_requests: int | None = None, min_context_length: int | None = None, min_concurrent_requests: int | None = None,
-    avg_request_tokens: int | None = None, min_fleet_total_tokens: int | None = None,
-    max_model_len: int | None = None,
+    min_running_requests: int | None = None, min_context_length: int | None = None,
+    min_concurrent_requests: int | None = None, avg_request_tokens: int | None = None,
+    min_fleet_total_tokens: int | None = None, max_model_len: int | None = None,
 ) -> GateOutcome:
     """:func:`evaluate_capacity`, raising ``AssertionError(outcome.message())`` on a miss.
 
