@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 
 from pytest_sglang.loadgen import LoadSpec, run_load
-from pytest_sglang.loadgen.servermetrics import parse_cache
+from pytest_sglang.loadgen.client.servermetrics import parse_cache
 from pytest_sglang.sglang.vision import QWEN2_VL
 from pytest_sglang.sockets import free_port
 

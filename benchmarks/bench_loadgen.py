@@ -36,8 +36,8 @@ import aiohttp
 import httpx
 
 from pytest_sglang.loadgen import LoadSpec, run_load
-from pytest_sglang.loadgen.datasets import build_prompts
-from pytest_sglang.loadgen.streams import request_body
+from pytest_sglang.loadgen.client.streams import request_body
+from pytest_sglang.loadgen.prompts.datasets import build_prompts
 
 
 @dataclass

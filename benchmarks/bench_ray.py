@@ -136,7 +136,7 @@ def merge_error(repeats: int) -> None:
 
 def client_scaling(repeats: int, nodes: list[str]) -> None:
     """(2) SSE events consumed per second and per client CPU-second: 1 shard vs 2 shards."""
-    from pytest_sglang.loadgen.ray_nodes import run_nodes  # ray is imported above already
+    from pytest_sglang.loadgen.ray.nodes import run_nodes  # ray is imported above already
 
     spec = LoadSpec(requests=3072, concurrency=256, input_len=16, output_len=64, seed=7, warmup=1,
                     sample_server_metrics=False)

@@ -17,7 +17,7 @@ import time
 
 from pytest_sglang.gates.base import GateOutcome
 from pytest_sglang.gates.production.soak import Limits, default_interval, default_warmup, judge, stop_reason
-from pytest_sglang.loadgen.soak import SoakRun, SoakSpec, process_tree_rss_mb, run_soak
+from pytest_sglang.loadgen.soak.run import SoakRun, SoakSpec, process_tree_rss_mb, run_soak
 from pytest_sglang.simulator import Simulator
 
 DETECT_TARGET_S = 600.0

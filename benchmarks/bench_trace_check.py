@@ -18,8 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_sglang.loadgen import LoadSpec, traces
-from pytest_sglang.loadgen.datasets import check_trace
+from pytest_sglang.loadgen import LoadSpec
+from pytest_sglang.loadgen.prompts.datasets import check_trace
+from pytest_sglang.loadgen.workloads import traces
 
 
 def write_trace(path: Path, rows: int) -> None:

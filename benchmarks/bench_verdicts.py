@@ -57,9 +57,9 @@ import httpx
 from pytest_sglang.fleet.gateway import GatewayMember, gateway_argv, resolve_command, start_gateway
 from pytest_sglang.gates.load.paired import MIN_PAIRS, judge_paired
 from pytest_sglang.loadgen import LoadSpec, run_load
-from pytest_sglang.loadgen.launch_noise import launches_needed
-from pytest_sglang.loadgen.record import RequestRecord
-from pytest_sglang.loadgen.steady import steady_metrics
+from pytest_sglang.loadgen.measure.launch_noise import launches_needed
+from pytest_sglang.loadgen.measure.record import RequestRecord
+from pytest_sglang.loadgen.measure.steady import steady_metrics
 from pytest_sglang.simulator import Simulator
 from pytest_sglang.sockets import free_port
 
@@ -374,7 +374,7 @@ def main() -> int:
                         help="comma-separated launches per side to judge (default: 2, 3, ... until the goals are met)")
     parser.add_argument("--repeats", type=int, default=2, help="loads per launch (the marker's repeats=)")
     parser.add_argument("--steady", action="store_true",
-                        help="judge figures inside each load's steady-state window (loadgen/steady.py)")
+                        help="judge figures inside each load's steady-state window (loadgen/measure/steady.py)")
     parser.add_argument("--judge-only", action="store_true", help="judge what --runs-dir holds; launch nothing")
     parser.add_argument("--steady-report", action="store_true",
                         help="also print each setup's noise with and without the steady-state window")

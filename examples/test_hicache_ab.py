@@ -11,7 +11,7 @@ from pytest_sglang.gates.base import compare
 from pytest_sglang.gates.facts.capacity import token_capacity
 from pytest_sglang.gates.facts.hicache import host_pools
 from pytest_sglang.gates.load.comparable import comparable
-from pytest_sglang.loadgen.prefix_reuse import run_prefix_reuse
+from pytest_sglang.loadgen.workloads.prefix_reuse import run_prefix_reuse
 
 
 def test_hicache_off_vs_on(sglang_server, hicache_off_server, sglang_load, sglang_gate):

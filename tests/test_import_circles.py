@@ -12,8 +12,8 @@ import pytest
 # The contract's ignore_imports (pyproject.toml): config names the option leaves of docker/ and ray/;
 # keys.py names GateResults under TYPE_CHECKING only.
 _LEAVES = {
-    ("pytest_sglang.server.config", "pytest_sglang.server.docker.options"),
-    ("pytest_sglang.server.config", "pytest_sglang.server.ray.options"),
+    ("pytest_sglang.server.config", "pytest_sglang.server.options.docker"),
+    ("pytest_sglang.server.config", "pytest_sglang.server.options.ray"),
     ("pytest_sglang.plugin.keys", "pytest_sglang.plugin.results"),
 }
 

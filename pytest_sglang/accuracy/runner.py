@@ -26,7 +26,7 @@ from pytest_sglang.accuracy.sgl_eval import RUNNERS, Runner
 from pytest_sglang.accuracy.task import Example, Task
 from pytest_sglang.accuracy.verdict import AccuracyResult, EvalRunError, Outcome, Tally
 from pytest_sglang.errors import ConfigError, ServerUnavailable
-from pytest_sglang.loadgen.client import describe_exc, make_client
+from pytest_sglang.loadgen.client.http import describe_exc, make_client
 from pytest_sglang.server.client import as_server_url, auth_header
 from pytest_sglang.server.url import ServerURL
 

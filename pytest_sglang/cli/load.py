@@ -13,9 +13,9 @@ from typing import TextIO
 from pytest_sglang.cli.common import api_key, check_auth, server_url, usage_error, writable
 from pytest_sglang.errors import ConfigError, LoadGenError
 from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
-from pytest_sglang.loadgen.datasets import PromptSource, check_trace
-from pytest_sglang.loadgen.spec import DATASET_FORMS, DATASET_KINDS, MAX_REQUESTS, dataset_parts
-from pytest_sglang.loadgen.workloads import TRACE_KINDS
+from pytest_sglang.loadgen.prompts.datasets import PromptSource, check_trace
+from pytest_sglang.loadgen.shape.spec import DATASET_FORMS, DATASET_KINDS, MAX_REQUESTS, dataset_parts
+from pytest_sglang.loadgen.workloads.forms import TRACE_KINDS
 from pytest_sglang.plugin.settings import parse_positive_float
 from pytest_sglang.redaction import scrub
 
@@ -238,7 +238,7 @@ class ProgressBar:
 class CheckProgress:
     """Rows read while a trace is checked, on stderr: a trace of millions of rows takes a while.
 
-    On a terminal one line, updated every :data:`~pytest_sglang.loadgen.traces.PROGRESS_ROWS` rows;
+    On a terminal one line, updated every :data:`~pytest_sglang.loadgen.workloads.traces.PROGRESS_ROWS` rows;
     otherwise (a log) a line at the first update and every 16th: visible, without flooding the log.
     """
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.sglang import hostmem, planner
 from pytest_sglang.sglang.args import check_launch_flags, option_strings, parse_launch_args
-from pytest_sglang.simulator import plan as sim_plan
-from pytest_sglang.simulator.cli import build_parser as simulator_parser
+from pytest_sglang.simulator.launch import plan as sim_plan
+from pytest_sglang.simulator.launch.cli import build_parser as simulator_parser
 
 _SIZE = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 _GB_UNITS = {"GB": 10**9, "GiB": 2**30, "TB": 10**12, "TiB": 2**40, "MB": 10**6, "MiB": 2**20}

@@ -2,7 +2,7 @@
 
 ``--sglang-suggest-floors`` runs the load markers measure-only and prints these. Each figure is first
 widened to the range a re-run plausibly gives, with the statistics the baselines use
-(:mod:`pytest_sglang.loadgen.intervals`: the repeats' spread and a bootstrap of the per-request
+(:mod:`pytest_sglang.loadgen.measure.intervals`: the repeats' spread and a bootstrap of the per-request
 samples, 95 %): :func:`plausible_range`. The margin is then taken against the worst end of that range:
 a floor at ``low x (1 - margin)``, a ceiling at ``high x (1 + margin)``. The default margin, 50 %,
 covers what one run cannot measure: drift between this run and the next (another machine load,
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pytest_sglang.defaults import SUGGESTED_FLOORS_MARGIN
-from pytest_sglang.loadgen.intervals import Samples, figure_interval, side
+from pytest_sglang.loadgen.measure.intervals import Samples, figure_interval, side
 
 __all__ = ["DEFAULT_MARGIN", "plausible_range", "suggest_floors"]
 

@@ -22,16 +22,16 @@ from typing import Any, TypeVar
 
 from pytest_sglang import ledger
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.loadgen import clock
-from pytest_sglang.loadgen.datasets import check_trace
-from pytest_sglang.loadgen.multiproc import run_processes
-from pytest_sglang.loadgen.record import RequestRecord
-from pytest_sglang.loadgen.replay import run_trace
-from pytest_sglang.loadgen.result import LoadResult
-from pytest_sglang.loadgen.runner import Progress, ShardResult, TimedRun, run_single
-from pytest_sglang.loadgen.sessions import run_sessions
-from pytest_sglang.loadgen.spec import LoadSpec, dataset_parts
-from pytest_sglang.loadgen.vocab import resolve_vocab
+from pytest_sglang.loadgen.client import clock
+from pytest_sglang.loadgen.client.vocab import resolve_vocab
+from pytest_sglang.loadgen.measure.record import RequestRecord
+from pytest_sglang.loadgen.prompts.datasets import check_trace
+from pytest_sglang.loadgen.run.multiproc import run_processes
+from pytest_sglang.loadgen.run.replay import run_trace
+from pytest_sglang.loadgen.run.result import LoadResult
+from pytest_sglang.loadgen.run.runner import Progress, ShardResult, TimedRun, run_single
+from pytest_sglang.loadgen.run.sessions import run_sessions
+from pytest_sglang.loadgen.shape.spec import LoadSpec, dataset_parts
 from pytest_sglang.redaction import register
 
 __all__ = ["LoadResult", "LoadSpec", "RequestRecord", "run_load"]
@@ -93,7 +93,7 @@ def _run_on_ray(url: str, spec: LoadSpec, api_key: str | None, progress: Progres
                           "pip install 'pytest-sglang[ray]', or use nodes=1")
     # Imported here, not at the top: ray is an optional extra (and a heavy import), and this module is
     # imported by every user of the load generator.
-    from pytest_sglang.loadgen.ray_nodes import run_on_ray
+    from pytest_sglang.loadgen.ray.nodes import run_on_ray
 
     return run_on_ray(url, spec, api_key, progress)
 

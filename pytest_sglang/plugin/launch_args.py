@@ -31,7 +31,7 @@ def check_launch(argv: list[str]) -> list[str]:
     Returns the lines about flags the recorded 0.5.23 table does not know (a newer SGLang), for the header.
     """
     from pytest_sglang.sglang.args import check_launch_flags, option_strings, parse_launch_args
-    from pytest_sglang.simulator.cli import build_parser
+    from pytest_sglang.simulator.launch.cli import build_parser
 
     refuse_quoted_flags(argv)
     # The simulator runner takes its own --sim-* flags besides SGLang's.

@@ -16,7 +16,7 @@ from pytest_sglang.errors import ConfigError, LaunchConfigError
 if TYPE_CHECKING:
     from pytest_sglang.plugin.settings import Settings
     from pytest_sglang.server.config import DockerOptions, LaunchConfig
-    from pytest_sglang.server.ray.options import RayOptions
+    from pytest_sglang.server.options.ray import RayOptions
 
 __all__ = ["OPTION_FOR_FIELD", "for_option", "launch_config", "ray_options"]
 
@@ -93,7 +93,7 @@ def ray_options(settings: Settings, address: str | None = None) -> RayOptions | 
     address = address or settings.sglang_ray
     if address is None:
         return None
-    from pytest_sglang.server.ray.options import RayOptions
+    from pytest_sglang.server.options.ray import RayOptions
 
     try:
         return RayOptions(ray_address=address, ray_strategy=settings.sglang_ray_strategy)

@@ -222,32 +222,32 @@ def hide_url_credentials(text: str) -> str:
 
 
 def parse_gpus(text: str) -> str:
-    from pytest_sglang.server.docker.options import parse_gpus_option
+    from pytest_sglang.server.options.docker import parse_gpus_option
 
     return parse_gpus_option(text)
 
 
 def parse_shm_size(text: str) -> str:
-    from pytest_sglang.server.docker.options import parse_shm_size_option
+    from pytest_sglang.server.options.docker import parse_shm_size_option
 
     return parse_shm_size_option(text)
 
 
 def parse_docker_memory(text: str) -> str:
-    from pytest_sglang.server.docker.options import parse_memory_option
+    from pytest_sglang.server.options.docker import parse_memory_option
 
     return parse_memory_option(text)
 
 
 def parse_volume(text: str) -> str:
-    from pytest_sglang.server.docker.options import parse_volume_option
+    from pytest_sglang.server.options.docker import parse_volume_option
 
     return parse_volume_option(text)
 
 
 def parse_ray_address(text: str) -> str:
     """``auto``, a GCS ``host:port`` or ``ray://host:port`` (syntax only; reached when first used)."""
-    from pytest_sglang.server.ray.options import parse_address
+    from pytest_sglang.server.options.ray import parse_address
 
     parse_address(text)
     return text.strip()
@@ -255,6 +255,6 @@ def parse_ray_address(text: str) -> str:
 
 def parse_ray_strategy(text: str) -> str:
     """One of Ray's placement-group strategies, any case (``spread`` -> ``SPREAD``)."""
-    from pytest_sglang.server.ray.options import check_strategy
+    from pytest_sglang.server.options.ray import check_strategy
 
     return check_strategy(text)

@@ -37,7 +37,7 @@ from pytest_sglang.gates.base import Check, GateOutcome, compare
 from pytest_sglang.gates.load.shares import worker_shares
 from pytest_sglang.gates.load.throughput import FLOORS
 from pytest_sglang.loadgen import LoadResult
-from pytest_sglang.loadgen.intervals import (
+from pytest_sglang.loadgen.measure.intervals import (
     CONFIDENCE,
     Samples,
     Side,
@@ -51,7 +51,7 @@ from pytest_sglang.loadgen.intervals import (
     simultaneous,
     unreliable_note,
 )
-from pytest_sglang.loadgen.launch_noise import CANNOT_JUDGE, PASSED, REGRESSED, LaunchSpread, one_launch_note
+from pytest_sglang.loadgen.measure.launch_noise import CANNOT_JUDGE, PASSED, REGRESSED, LaunchSpread, one_launch_note
 from pytest_sglang.report import baseline_file, baseline_scope
 from pytest_sglang.report.baseline_file import BaselineIndex
 from pytest_sglang.report.baseline_launches import between_launches, load_launches

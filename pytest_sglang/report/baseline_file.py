@@ -29,7 +29,7 @@ from typing import Any
 
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.files import read_capped
-from pytest_sglang.loadgen.intervals import FIELDS as SAMPLE_FIELDS
+from pytest_sglang.loadgen.measure.intervals import FIELDS as SAMPLE_FIELDS
 
 _FIX = "point it to a JSON report written with --sglang-report"
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_sglang.errors import ConfigError
-from pytest_sglang.loadgen.intervals import Interval, Side, regressed, regression_interval, z_value
-from pytest_sglang.loadgen.launch_noise import (
+from pytest_sglang.loadgen.measure.intervals import Interval, Side, regressed, regression_interval, z_value
+from pytest_sglang.loadgen.measure.launch_noise import (
     LaunchSpread,
     Verdict,
     cannot_judge_launches,

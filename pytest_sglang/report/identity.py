@@ -189,7 +189,7 @@ def _without_addresses(argv: list[str]) -> list[str]:
 def _image(config: LaunchConfig | None) -> str | None:
     if config is None or config.runner != "docker":
         return None
-    from pytest_sglang.server.docker.options import DEFAULT_IMAGE
+    from pytest_sglang.server.options.docker import DEFAULT_IMAGE
 
     return (config.docker.image if config.docker is not None else None) or DEFAULT_IMAGE
 

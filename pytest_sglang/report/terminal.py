@@ -6,7 +6,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_sglang.loadgen.result import workload_context
+from pytest_sglang.loadgen.run.result import workload_context
 from pytest_sglang.redaction import clean_text
 from pytest_sglang.report import fleet as fleet_text
 from pytest_sglang.report import text

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from pytest_sglang import defaults, redaction
 from pytest_sglang.errors import ConfigError, LaunchConfigError
-from pytest_sglang.server.docker import options as docker_options
-from pytest_sglang.server.ray.options import RayOptions
+from pytest_sglang.server.options import docker as docker_options
+from pytest_sglang.server.options.ray import RayOptions
 from pytest_sglang.sglang.args import LaunchArgs, command_flags, display_argv, display_launch, parse_launch_args
 from pytest_sglang.sockets import free_port
 

@@ -29,8 +29,8 @@ from pytest_sglang.server.config import LaunchConfig, effective_argv, server_url
 from pytest_sglang.sglang import masks
 from pytest_sglang.sglang.args import LaunchArgs
 from pytest_sglang.sglang.hostmem import HostMemory, read_host_memory
-from pytest_sglang.simulator import plan as sim_plan
-from pytest_sglang.simulator import profiles
+from pytest_sglang.simulator.launch import plan as sim_plan
+from pytest_sglang.simulator.scheduling import profiles
 
 # The shared shapes live in .base (no import cycle with the docker runner); named here too.
 __all__ = [
@@ -243,7 +243,7 @@ class ProcessRunner:
 class SimulatorRunner(ProcessRunner):
     """``<python> -m pytest_sglang.simulator ARGS``: same lifecycle, simulated host for preflight.
 
-    The ``--sim-*`` flags are read by the simulator's own parser (:func:`simulator.plan.simulator_flags`).
+    The ``--sim-*`` flags are read by the simulator's own parser (:func:`simulator.launch.plan.simulator_flags`).
     """
 
     name = "simulator"

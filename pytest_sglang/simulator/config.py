@@ -11,9 +11,15 @@ from pathlib import Path
 from pytest_sglang.sglang import hostmem
 from pytest_sglang.sglang.args import LaunchArgs
 from pytest_sglang.sglang.vision import Processor
-from pytest_sglang.simulator.faults import Faults
-from pytest_sglang.simulator.profiles import Hardware, Profile, device_pool_bytes_per_rank, device_pool_tokens, hardware
-from pytest_sglang.simulator.vision import for_model
+from pytest_sglang.simulator.failures.faults import Faults
+from pytest_sglang.simulator.images.vision import for_model
+from pytest_sglang.simulator.scheduling.profiles import (
+    Hardware,
+    Profile,
+    device_pool_bytes_per_rank,
+    device_pool_tokens,
+    hardware,
+)
 
 
 @dataclass(frozen=True)

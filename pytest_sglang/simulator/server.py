@@ -11,24 +11,28 @@ from collections.abc import Sequence
 
 from aiohttp import web
 
-from pytest_sglang.simulator import cli, handlers, pd_config, speculative, tokenizer
-from pytest_sglang.simulator.app import build_app
+from pytest_sglang.simulator import tokenizer
 from pytest_sglang.simulator.config import MODELLED_PASSTHROUGH, SimConfig, resolve
-from pytest_sglang.simulator.engine import Engine
-from pytest_sglang.simulator.faults import parse_faults
-from pytest_sglang.simulator.jitter import jittered, launch_factor
-from pytest_sglang.simulator.leak import run_leak
+from pytest_sglang.simulator.disagg import config as pd_config
+from pytest_sglang.simulator.failures.faults import parse_faults
+from pytest_sglang.simulator.front import handlers
+from pytest_sglang.simulator.front.app import build_app
+from pytest_sglang.simulator.launch import cli
+from pytest_sglang.simulator.launch.jitter import jittered, launch_factor
+from pytest_sglang.simulator.launch.leak import run_leak
+from pytest_sglang.simulator.launch.nodes import Node
+from pytest_sglang.simulator.launch.ranks import Rendezvous
+from pytest_sglang.simulator.launch.startup import SITE_PACKAGES, Startup, fault, oom_kill
 from pytest_sglang.simulator.logs import Logger
-from pytest_sglang.simulator.nodes import Node
-from pytest_sglang.simulator.profiles import Speed, get_profile
-from pytest_sglang.simulator.ranks import Rendezvous
-from pytest_sglang.simulator.request import Request
-from pytest_sglang.simulator.sink import Sink
-from pytest_sglang.simulator.startup import SITE_PACKAGES, Startup, fault, oom_kill
+from pytest_sglang.simulator.model.streams import collect
+from pytest_sglang.simulator.scheduling import speculative
+from pytest_sglang.simulator.scheduling.engine import Engine
+from pytest_sglang.simulator.scheduling.profiles import Speed, get_profile
+from pytest_sglang.simulator.scheduling.request import Request
+from pytest_sglang.simulator.scheduling.sink import Sink
+from pytest_sglang.simulator.scheduling.storage import FileTier, storage_dir
+from pytest_sglang.simulator.scheduling.trace import Trace
 from pytest_sglang.simulator.state import STARTING, UP, State
-from pytest_sglang.simulator.storage_tier import FileTier, storage_dir
-from pytest_sglang.simulator.streams import collect
-from pytest_sglang.simulator.trace import Trace
 
 
 def _speed(cfg: SimConfig, log: Logger) -> Speed:

@@ -9,10 +9,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from pytest_sglang.simulator.config import SimConfig
-from pytest_sglang.simulator.engine import Engine
+from pytest_sglang.simulator.images.multimodal import Media
 from pytest_sglang.simulator.logs import Logger
-from pytest_sglang.simulator.multimodal import Media
-from pytest_sglang.simulator.trace import Trace
+from pytest_sglang.simulator.scheduling.engine import Engine
+from pytest_sglang.simulator.scheduling.trace import Trace
 
 STARTING, UP, UNHEALTHY = "Starting", "Up", "UnHealthy"
 

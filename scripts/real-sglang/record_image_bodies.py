@@ -4,7 +4,7 @@ Runs bench_serving (this interpreter's SGLang) against a stub server on 127.0.0.
 generation request and answers with a two-token stream, for the backends ``sglang`` (native
 ``/generate``) and ``sglang-oai-chat``, with fixed image options. Writes, per backend, the body's shape
 (keys and value types; lists by their first item) and facts about its images, with provenance.
-tests/loadgen/test_image_dataset.py compares the load generator's bodies with the recorded shapes.
+tests/loadgen/prompts/test_image_dataset.py compares the load generator's bodies with the recorded shapes.
 
 Usage: python record_image_bodies.py MODEL_DIR OUT.json   (the real-SGLang venv's python; MODEL_DIR holds
 a processor, e.g. the tiny LLaVA that make_tiny_vlm.py writes)

@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from pytest_sglang.loadgen.record import RequestRecord
+from pytest_sglang.loadgen.measure.record import RequestRecord
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_verdicts.py"
 

@@ -11,18 +11,6 @@ from pytest_sglang.errors import ConfigError, DockerError
 from pytest_sglang.server.config import DockerOptions, LaunchConfig
 from pytest_sglang.server.docker import engine as docker_engine
 from pytest_sglang.server.docker.container import ContainerExit
-from pytest_sglang.server.docker.options import (
-    DEFAULT_IMAGE,
-    IMAGE_HF_CACHE,
-    format_size,
-    gpu_device_requests,
-    parse_gpus_option,
-    parse_size,
-    parse_volume,
-    parse_volume_option,
-    user_hf_cache,
-    volume_bindings,
-)
 from pytest_sglang.server.docker.runner import DockerRunner
 from pytest_sglang.server.docker.spec import (
     LABEL_OWNER_PID,
@@ -34,6 +22,18 @@ from pytest_sglang.server.docker.spec import (
     container_command,
     create_kwargs,
     owner_labels,
+)
+from pytest_sglang.server.options.docker import (
+    DEFAULT_IMAGE,
+    IMAGE_HF_CACHE,
+    format_size,
+    gpu_device_requests,
+    parse_gpus_option,
+    parse_size,
+    parse_volume,
+    parse_volume_option,
+    user_hf_cache,
+    volume_bindings,
 )
 
 GPU = {"driver": "nvidia", "capabilities": [["gpu"]]}
@@ -318,7 +318,7 @@ def test_image_reference_split(image: str, parts: tuple[str, str | None]) -> Non
 def test_host_alloc_really_allocates() -> None:
     import psutil
 
-    from pytest_sglang.simulator import hostalloc
+    from pytest_sglang.simulator.launch import hostalloc
 
     lines: list[str] = []
     before = psutil.Process().memory_info().rss

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from loadgen_fake import fake_server
-from sim_model import sim_url
+from loadgen.loadgen_fake import fake_server
+from loadgen.sim_model import sim_url
 
 __all__ = ["fake_server", "sim_url"]

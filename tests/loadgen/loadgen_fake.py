@@ -120,7 +120,7 @@ def _app(state: FakeServer) -> web.Application:
 
     async def generate(request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        if "token_ids_logprob" in body:  # the load's vocabulary read (loadgen/vocab.py), answered as 0.5.23 does
+        if "token_ids_logprob" in body:  # the load's vocabulary read (loadgen/client/vocab.py), answered as 0.5.23 does
             state.vocab_reads += 1
             bad = body["token_ids_logprob"][0]
             return web.json_response({"error": {"message": f"token_ids_logprob contains out-of-vocabulary token id "

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from loadgen_fake import FakeServer
 
+from loadgen.loadgen_fake import FakeServer
 from pytest_sglang.cli.load import main
 from tests.conftest import SimFactory
 

@@ -14,7 +14,7 @@ from pytest_sglang.gates.load.throughput import assert_throughput, evaluate_thro
 from pytest_sglang.gates.load.throughput import run_marker as throughput_marker
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadResult, LoadSpec
-from pytest_sglang.loadgen.record import RequestRecord
+from pytest_sglang.loadgen.measure.record import RequestRecord
 
 
 def result(

@@ -6,8 +6,8 @@ import socket
 from typing import Any
 
 import pytest
-from loadgen_fake import FakeServer
 
+from loadgen.loadgen_fake import FakeServer
 from pytest_sglang.errors import LoadGenError
 from pytest_sglang.loadgen import LoadSpec, run_load
 

@@ -9,8 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from loadgen_fake import FakeServer
-
+from loadgen.loadgen_fake import FakeServer
 from pytest_sglang.gates.load.throughput import run_marker as throughput_marker
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import run_load

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sim_model import MODEL, SHAPE, STEP_S
 
+from loadgen.sim_model import MODEL, SHAPE, STEP_S
 from pytest_sglang.gates.load.slo import run_marker as slo_marker
 from pytest_sglang.gates.load.throughput import evaluate_throughput
 from pytest_sglang.gates.registry import GateContext

@@ -6,8 +6,8 @@ import time
 from typing import Any
 
 import pytest
-from loadgen_fake import FakeServer
 
+from loadgen.loadgen_fake import FakeServer
 from pytest_sglang.gates.load.throughput import run_marker as throughput_marker
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadSpec, run_load

@@ -12,8 +12,8 @@ import pytest
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import GateOutcome
 from pytest_sglang.loadgen import LoadResult, LoadSpec
-from pytest_sglang.loadgen.launch_noise import CANNOT_JUDGE, PASSED, REGRESSED
-from pytest_sglang.loadgen.record import RequestRecord
+from pytest_sglang.loadgen.measure.launch_noise import CANNOT_JUDGE, PASSED, REGRESSED
+from pytest_sglang.loadgen.measure.record import RequestRecord
 from pytest_sglang.report import baseline, html, json_report, markdown, terminal
 from pytest_sglang.report.baseline import open_baseline, parse_limits
 from pytest_sglang.report.baseline_launches import load_launches

@@ -12,7 +12,7 @@ import pytest
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.base import Check, GateOutcome
 from pytest_sglang.loadgen import LoadResult, LoadSpec
-from pytest_sglang.loadgen.record import RequestRecord
+from pytest_sglang.loadgen.measure.record import RequestRecord
 from pytest_sglang.report import baseline, html, json_report, markdown, terminal, text
 from pytest_sglang.report.baseline import BaselineContext, parse_limits
 

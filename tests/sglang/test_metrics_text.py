@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_sglang.loadgen.servermetrics import parse_gauges
+from pytest_sglang.loadgen.client.servermetrics import parse_gauges
 from pytest_sglang.sglang import metrics_text
 
 COLON = """# HELP sglang:num_running_reqs running

@@ -9,7 +9,7 @@ import pytest
 from pytest_sglang.sglang import hostmem, planner
 from pytest_sglang.sglang.args import parse_launch_args
 from pytest_sglang.sglang.hostmem import GB, GiB, HostMemory
-from pytest_sglang.simulator import plan as sim_plan
+from pytest_sglang.simulator.launch import plan as sim_plan
 
 SEED_HOST = HostMemory(available_bytes=418 * GB, total_bytes=449 * GB, source="test host")
 HICACHE = ["--enable-hierarchical-cache"]

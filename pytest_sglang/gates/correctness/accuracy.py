@@ -38,7 +38,7 @@ from pytest_sglang.gates.keywords import (
     Seconds,
 )
 from pytest_sglang.gates.registry import GateContext, LockingLoad
-from pytest_sglang.loadgen.spec import MAX_IN_FLIGHT, MAX_LEN
+from pytest_sglang.loadgen.shape.spec import MAX_IN_FLIGHT, MAX_LEN
 
 if TYPE_CHECKING:
     pass

@@ -4,7 +4,7 @@ Configuration comes from ``/server_info`` (top-level resolved args, reference §
 actually allocated comes from the ``sglang:hicache_host_total_tokens`` gauge when metrics are on, or
 from the startup log's ``Allocating ... hierarchical KV host pool`` lines when the plugin launched the
 server; each check names its source, and when neither exists the message says what to enable.
-``effective=True`` proves the cache works (:mod:`pytest_sglang.loadgen.prefix_reuse`).
+``effective=True`` proves the cache works (:mod:`pytest_sglang.loadgen.workloads.prefix_reuse`).
 
 The loop over the handle's members (``evaluate_fleet_hicache``: a lone server is its own one member, a
 fleet's workers each) is at the end of this module, not in one of its own: the marker and the assert
@@ -27,7 +27,7 @@ from pytest_sglang.gates.facts.capacity import token_capacity
 from pytest_sglang.gates.facts.workers import for_worker, merge_context, no_workers, not_checked, unreachable_why
 from pytest_sglang.gates.keywords import OptionalCount, Requires, Threshold, sglang_choices
 from pytest_sglang.gates.registry import GateContext, LockingLoad
-from pytest_sglang.loadgen.prefix_reuse import ReuseResult, run_prefix_reuse
+from pytest_sglang.loadgen.workloads.prefix_reuse import ReuseResult, run_prefix_reuse
 from pytest_sglang.sglang.hostmem import GB, GiB
 
 if TYPE_CHECKING:

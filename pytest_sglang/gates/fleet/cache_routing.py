@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_sglang import ledger
 from pytest_sglang.errors import SGLangError
 from pytest_sglang.formatting import fmt
-from pytest_sglang.loadgen.prefix_reuse import prefix_ids
+from pytest_sglang.loadgen.workloads.prefix_reuse import prefix_ids
 from pytest_sglang.redaction import clean_text
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ from pytest_sglang.gates.load.throughput import (
 )
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.loadgen import LoadSpec
-from pytest_sglang.loadgen.spec import APIS
+from pytest_sglang.loadgen.shape.spec import APIS
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import Handle, SGLangFleet

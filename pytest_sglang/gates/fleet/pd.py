@@ -60,7 +60,7 @@ from pytest_sglang.gates.load.throughput import (
     load_spec,
 )
 from pytest_sglang.gates.registry import GateContext
-from pytest_sglang.loadgen.spec import APIS
+from pytest_sglang.loadgen.shape.spec import APIS
 
 if TYPE_CHECKING:
     from pytest_sglang.fleet.handle import SGLangFleet

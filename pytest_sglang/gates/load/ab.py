@@ -31,7 +31,7 @@ from pytest_sglang.fleet.launch import FleetSpec, launch_fleet
 from pytest_sglang.gates.base import Check, GateOutcome
 from pytest_sglang.gates.load.paired import MIN_PAIRS, PairedVerdict, judge_paired
 from pytest_sglang.loadgen import LoadResult, LoadSpec
-from pytest_sglang.loadgen.launch_noise import ALPHA, CANNOT_JUDGE, POWER
+from pytest_sglang.loadgen.measure.launch_noise import ALPHA, CANNOT_JUDGE, POWER
 from pytest_sglang.server.config import LaunchConfig
 from pytest_sglang.server.members import Handle
 from pytest_sglang.server.start import launch

@@ -6,7 +6,7 @@ positive value is a regression, and its one-sided Student-t bound over the pairs
 two neighbouring launches share (the machine's state, its drift over the run), which is most of the
 between-launch noise on a shared machine (Bulej et al., ICPE 2020, "duet benchmarking").
 
-The three verdicts and the power calculation are :mod:`pytest_sglang.loadgen.launch_noise`'s (one rule
+The three verdicts and the power calculation are :mod:`pytest_sglang.loadgen.measure.launch_noise`'s (one rule
 for every launch verdict of the project):
 
 - **regressed**: the mean regression is beyond the limit AND the one-sided ``1 - alpha`` bound lies
@@ -26,7 +26,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_sglang.loadgen.launch_noise import (
+from pytest_sglang.loadgen.measure.launch_noise import (
     ALPHA,
     CANNOT_JUDGE,
     POWER,

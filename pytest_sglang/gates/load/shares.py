@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 from pytest_sglang.fleet.handle import fleet_of
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import GateOutcome
-from pytest_sglang.loadgen.servermetrics import REQUESTS_TOTAL
+from pytest_sglang.loadgen.client.servermetrics import REQUESTS_TOTAL
 from pytest_sglang.sglang import metrics_text
 
 if TYPE_CHECKING:

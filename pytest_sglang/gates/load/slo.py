@@ -31,8 +31,8 @@ from pytest_sglang.gates.load.shares import run_loads
 from pytest_sglang.gates.load.throughput import FLOORS, Length, Timeout, judge
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadResult, LoadSpec
-from pytest_sglang.loadgen.intervals import reliable, unreliable_note
-from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT
+from pytest_sglang.loadgen.measure.intervals import reliable, unreliable_note
+from pytest_sglang.loadgen.shape.spec import APIS, MAX_IN_FLIGHT
 
 GATE = "slo"
 

@@ -37,12 +37,12 @@ from pytest_sglang.gates.keywords import (
 from pytest_sglang.gates.load import drain
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadResult, LoadSpec
-from pytest_sglang.loadgen.datasets import PromptSource
-from pytest_sglang.loadgen.intervals import CONFIDENCE, figure_interval, side, unreliable_note
-from pytest_sglang.loadgen.result import merge_cache_reports
-from pytest_sglang.loadgen.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS, MAX_TOLERANCE_PCT
-from pytest_sglang.loadgen.tokencount import BASES, merge_token_reports, token_text
-from pytest_sglang.loadgen.vocab import vocab_text
+from pytest_sglang.loadgen.client.vocab import vocab_text
+from pytest_sglang.loadgen.measure.intervals import CONFIDENCE, figure_interval, side, unreliable_note
+from pytest_sglang.loadgen.prompts.datasets import PromptSource
+from pytest_sglang.loadgen.prompts.tokencount import BASES, merge_token_reports, token_text
+from pytest_sglang.loadgen.run.result import merge_cache_reports
+from pytest_sglang.loadgen.shape.spec import APIS, MAX_IN_FLIGHT, MAX_LEN, MAX_REQUESTS, MAX_TOLERANCE_PCT
 
 if TYPE_CHECKING:
     from pytest_sglang.server.members import Handle
@@ -62,7 +62,7 @@ Timeout = Annotated[float | None, Above(0)]
 Dataset = str
 #: ``trace_time_scale=``: a trace's times are multiplied by it (SGLang's --mooncake-slowdown-factor).
 TimeScale = Annotated[float, Above(0)]
-#: ``prompt_token_tolerance_pct=``: % the server's prompt_tokens may differ from those sent (loadgen/tokencount.py).
+#: ``prompt_token_tolerance_pct=``: % the server's prompt_tokens may differ from those sent (loadgen/prompts/tokencount.py).
 Tolerance = Annotated[float | None, AtLeast(0), AtMost(MAX_TOLERANCE_PCT)]
 #: ``cancel_rate=``, ``cancel_after_tokens=``, ``max_drain_s=``: a cancellation storm and its drain (load/drain.py).
 CancelRate = Annotated[float | None, Fraction()]

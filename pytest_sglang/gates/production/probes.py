@@ -3,7 +3,7 @@
 The readiness and liveness probes are given as a Kubernetes user writes them (``httpGet.path``,
 ``timeoutSeconds``, ``periodSeconds``, ``failureThreshold``; the keywords ``readiness_path``,
 ``readiness_timeout_seconds``, ...). During a load (the load keywords) every target (the server, or
-each reachable worker of a fleet) is probed at each probe's period (:mod:`pytest_sglang.loadgen.probing`).
+each reachable worker of a fleet) is probed at each probe's period (:mod:`pytest_sglang.loadgen.client.probing`).
 Each answer is awaited longer than the probe's timeout, so the real latency is known: a probe counts
 as failed, as the kubelet counts it, when it answered later than ``timeoutSeconds`` or outside 200-399.
 ``failureThreshold`` failures in a row mark the pod unready (readiness) or restart it (liveness): the
@@ -38,8 +38,8 @@ from pytest_sglang.gates.base import Check, GateCannotJudge, GateOutcome, compar
 from pytest_sglang.gates.keywords import Above, AnyOf, Count, KeywordError, OneOf, UrlPath, rules
 from pytest_sglang.gates.load.throughput import InFlight, Length, Requests, Timeout, load_spec
 from pytest_sglang.gates.registry import GateContext
-from pytest_sglang.loadgen.probing import Prober, ProbeResult, ProbeSpec
-from pytest_sglang.loadgen.spec import APIS, MAX_REQUESTS
+from pytest_sglang.loadgen.client.probing import Prober, ProbeResult, ProbeSpec
+from pytest_sglang.loadgen.shape.spec import APIS, MAX_REQUESTS
 
 if TYPE_CHECKING:
     from pytest_sglang.loadgen import LoadResult, LoadSpec

@@ -3,7 +3,7 @@
 
 A 60-second gate sees none of these: a server that stops answering after about a hundred requests
 (sglang#22779), host memory leaking in the hierarchical cache (sglang PR#21624), free KV tokens
-drifting down (sglang#11970). The soak (:mod:`pytest_sglang.loadgen.soak`) runs a load for
+drifting down (sglang#11970). The soak (:mod:`pytest_sglang.loadgen.soak.run`) runs a load for
 ``duration_s`` at a ``concurrency`` or a ``request_rate`` and samples the server every
 ``sample_interval_s``. This gate judges what it sampled:
 
@@ -14,7 +14,7 @@ drifting down (sglang#11970). The soak (:mod:`pytest_sglang.loadgen.soak`) runs 
   (``sglang:kv_available_tokens`` + ``sglang:kv_evictable_tokens``) lose a minute. Needs ``/metrics``.
 - ``max_stall_s``: the longest time no request completed while some were in flight.
 
-A growth fails only when the whole 95% interval of its slope (:mod:`pytest_sglang.loadgen.soak_series`)
+A growth fails only when the whole 95% interval of its slope (:mod:`pytest_sglang.loadgen.soak.series`)
 lies beyond the limit: the check's ``measured`` is that interval's lower bound, as the throughput
 floors judge their favourable bound. With ``stop_early`` (the default) the soak ends as soon as a
 failure is proven: a stall longer than ``max_stall_s``, or a growth beyond its limit over at least
@@ -44,10 +44,10 @@ from pytest_sglang.gates.keywords import (
 )
 from pytest_sglang.gates.load.throughput import InFlight, Length, Timeout
 from pytest_sglang.gates.registry import GateContext, LockingLoad
-from pytest_sglang.loadgen.intervals import CONFIDENCE, Interval
-from pytest_sglang.loadgen.soak import SoakRun, SoakSpec, process_tree_rss_mb, run_soak
-from pytest_sglang.loadgen.soak_series import MIN_FIT_SAMPLES, SoakSample, beyond, downsample, fit_slope, fit_window
-from pytest_sglang.loadgen.spec import APIS
+from pytest_sglang.loadgen.measure.intervals import CONFIDENCE, Interval
+from pytest_sglang.loadgen.shape.spec import APIS
+from pytest_sglang.loadgen.soak.run import SoakRun, SoakSpec, process_tree_rss_mb, run_soak
+from pytest_sglang.loadgen.soak.series import MIN_FIT_SAMPLES, SoakSample, beyond, downsample, fit_slope, fit_window
 
 if TYPE_CHECKING:
     from pytest_sglang.server.members import Handle

@@ -5,7 +5,7 @@ so accuracy gates cannot see it) and the server is slower than without speculati
 
 * ``min_accept_length``: accepted tokens per verify step (drafts + the bonus token), over ``samples``
   greedy ``/generate`` requests' ``meta_info`` (``completion_tokens / spec_verify_ct`` summed, SGLang's
-  own average; :mod:`pytest_sglang.loadgen.spec_sample`). The server's ``sglang:spec_accept_length``
+  own average; :mod:`pytest_sglang.loadgen.client.spec_sample`). The server's ``sglang:spec_accept_length``
   gauge (either spelling; the last batch only) and ``/server_info`` ``avg_spec_accept_length`` (since
   the start) are shown beside it.
 * ``min_accept_rate``: accepted / proposed drafts (``meta_info.spec_accept_rate``), averaged per request.
@@ -51,8 +51,8 @@ from pytest_sglang.gates.production.spec_buckets import (
 )
 from pytest_sglang.gates.registry import GateContext, LockingLoad
 from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
-from pytest_sglang.loadgen.spec import MAX_LEN
-from pytest_sglang.loadgen.spec_sample import SpecSample, sample_acceptance
+from pytest_sglang.loadgen.client.spec_sample import SpecSample, sample_acceptance
+from pytest_sglang.loadgen.shape.spec import MAX_LEN
 from pytest_sglang.server.start import attach
 from pytest_sglang.sglang import metrics_text as promtext
 

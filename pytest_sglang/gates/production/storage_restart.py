@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING
 
 from pytest_sglang.formatting import fmt
 from pytest_sglang.gates.base import Check, GateOutcome, compare
-from pytest_sglang.loadgen.storage_reuse import BACKUP_METRIC, PREFETCH_METRIC, StorageRun, run_storage_restart
+from pytest_sglang.loadgen.workloads.storage_reuse import (
+    BACKUP_METRIC,
+    PREFETCH_METRIC,
+    StorageRun,
+    run_storage_restart,
+)
 
 if TYPE_CHECKING:
     from pytest_sglang.server.members import Handle

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from pytest_sglang.server.base import ExitStatus, signal_name
 from pytest_sglang.server.docker.engine import base_url, engine_address, unix_socket_down
-from pytest_sglang.server.docker.options import format_size
+from pytest_sglang.server.options.docker import format_size
 
 if TYPE_CHECKING:
     from docker import DockerClient

@@ -25,8 +25,8 @@ from pytest_sglang.server.base import nothing_reserved
 from pytest_sglang.server.config import DockerOptions, LaunchConfig, given_port
 from pytest_sglang.server.docker.container import RunningContainer, remove_container
 from pytest_sglang.server.docker.engine import connect, ensure_image, find_docker_leftovers, kill_docker_leftovers
-from pytest_sglang.server.docker.options import DEFAULT_IMAGE, format_size, parse_size, user_hf_cache
 from pytest_sglang.server.docker.spec import OWNED_FIELDS, ContainerSpec, build_spec, create_kwargs
+from pytest_sglang.server.options.docker import DEFAULT_IMAGE, format_size, parse_size, user_hf_cache
 from pytest_sglang.sglang import masks
 from pytest_sglang.sglang.args import LaunchArgs
 from pytest_sglang.sglang.hostmem import HostMemory, read_host_memory

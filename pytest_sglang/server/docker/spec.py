@@ -17,7 +17,7 @@ from typing import Any
 
 import psutil
 
-from pytest_sglang.server.docker.options import gpu_device_requests, parse_size, volume_bindings
+from pytest_sglang.server.options.docker import gpu_device_requests, parse_size, volume_bindings
 
 LABEL_PREFIX = "io.pytest-sglang."
 LABEL_PLUGIN = LABEL_PREFIX + "plugin"

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 from pytest_sglang import lazy
 
 _EXPORTS: dict[str, str] = {
-    "RayOptions": "pytest_sglang.server.ray.options",
-    "STRATEGIES": "pytest_sglang.server.ray.options",
+    "RayOptions": "pytest_sglang.server.options.ray",
+    "STRATEGIES": "pytest_sglang.server.options.ray",
     "RayCluster": "pytest_sglang.server.ray.cluster",
     "RayNode": "pytest_sglang.server.ray.cluster",
     "connect": "pytest_sglang.server.ray.cluster",
@@ -50,8 +50,8 @@ __getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
+    from pytest_sglang.server.options.ray import STRATEGIES, RayOptions
     from pytest_sglang.server.ray.cluster import RayCluster, RayNode, connect
-    from pytest_sglang.server.ray.options import STRATEGIES, RayOptions
     from pytest_sglang.server.ray.placement import (
         PlacementPlan,
         PlacementRefused,

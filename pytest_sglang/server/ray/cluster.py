@@ -20,8 +20,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from pytest_sglang import redaction
 from pytest_sglang.errors import LaunchConfigError
+from pytest_sglang.server.options.ray import DEFAULT_CONNECT_TIMEOUT_S, OWNER, RayAddress, parse_address
 from pytest_sglang.server.ray.node_process import sweep_task
-from pytest_sglang.server.ray.options import DEFAULT_CONNECT_TIMEOUT_S, OWNER, RayAddress, parse_address
 
 __all__ = ["NAMESPACE", "RayCluster", "RayNode", "connect", "ray_nodes"]
 

@@ -22,10 +22,10 @@ import ray
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
 
 from pytest_sglang.errors import PreflightError, ServerNotReady
+from pytest_sglang.server.options.ray import DEFAULT_CPUS, DEFAULT_STRATEGY
 from pytest_sglang.server.ray.cluster import RayNode, ray_nodes
 from pytest_sglang.server.ray.fit import amount as _amount
 from pytest_sglang.server.ray.fit import why_unfit
-from pytest_sglang.server.ray.options import DEFAULT_CPUS, DEFAULT_STRATEGY
 from pytest_sglang.sglang.args import LaunchArgs
 
 __all__ = ["PlacementPlan", "PlacementRefused", "PlacementTimeout", "Reservation", "ServerResources", "plan",

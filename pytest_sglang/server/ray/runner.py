@@ -19,9 +19,9 @@ from pathlib import Path
 from pytest_sglang.errors import LaunchConfigError
 from pytest_sglang.server.base import nothing_reserved
 from pytest_sglang.server.config import LaunchConfig, connect_host, given_port
+from pytest_sglang.server.options.ray import RayOptions
 from pytest_sglang.server.ranks import Rank, RankedProcess, needs_ranks, rank_configs, rank_log_path
 from pytest_sglang.server.ray.cluster import RayCluster
-from pytest_sglang.server.ray.options import RayOptions
 from pytest_sglang.server.ray.placement import PlacementPlan, Reservation, plan, reserve
 from pytest_sglang.server.ray.process import RayProcess
 from pytest_sglang.server.ray.seat import Seat, open_seat

@@ -18,9 +18,9 @@ from pathlib import Path
 import ray
 
 from pytest_sglang.errors import LaunchConfigError
+from pytest_sglang.server.options.ray import OWNER, RayOptions
 from pytest_sglang.server.ray import driver_log
 from pytest_sglang.server.ray.cluster import RayCluster, connect
-from pytest_sglang.server.ray.options import OWNER, RayOptions
 from pytest_sglang.server.ray.runner import RayRunner
 from pytest_sglang.server.runner import ProcessRunner
 

@@ -14,7 +14,7 @@ import pytest
 from pytest_sglang.errors import ConfigError, ServerUnavailable
 from pytest_sglang.gates.facts.hicache import assert_hicache, effective_checks, evaluate_hicache, run_marker
 from pytest_sglang.gates.keywords import marker_problem
-from pytest_sglang.loadgen.prefix_reuse import PassResult, ReuseResult, reuse_workload
+from pytest_sglang.loadgen.workloads.prefix_reuse import PassResult, ReuseResult, reuse_workload
 from pytest_sglang.server.phases import HostPool
 from pytest_sglang.sglang.metrics_text import Sample
 

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from pytest_sglang.gates.load.paired import judge_paired, regressions_pct
-from pytest_sglang.loadgen.launch_noise import CANNOT_JUDGE, PASSED, REGRESSED
+from pytest_sglang.loadgen.measure.launch_noise import CANNOT_JUDGE, PASSED, REGRESSED
 
 
 def test_regressions_are_signed_by_direction() -> None:

@@ -7,7 +7,7 @@ import random
 from pytest_sglang.gates.load import slo
 from pytest_sglang.gates.load.throughput import evaluate_throughput, judge
 from pytest_sglang.loadgen import LoadResult, LoadSpec
-from pytest_sglang.loadgen.record import RequestRecord
+from pytest_sglang.loadgen.measure.record import RequestRecord
 
 
 def result(requests: int = 200, seed: int = 1, slow: float = 1.0) -> LoadResult:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_sglang.gates.production.probes import first_failure, suggestion
-from pytest_sglang.loadgen.probing import ProbeResult, ProbeSpec
+from pytest_sglang.loadgen.client.probing import ProbeResult, ProbeSpec
 
 # 8 ms per decode step (160 ms x 0.05): the load below lasts several seconds
 LAUNCH = "--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.05 --sim-decode-step-ms 160"

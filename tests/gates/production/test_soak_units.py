@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pytest_sglang.gates.production.soak import DATA_KEY, Limits, judge, min_window_s, stop_reason
-from pytest_sglang.loadgen.soak import SoakRun, SoakSpec
-from pytest_sglang.loadgen.soak_series import MAX_POINTS, SoakSample, Stall
+from pytest_sglang.loadgen.soak.run import SoakRun, SoakSpec
+from pytest_sglang.loadgen.soak.series import MAX_POINTS, SoakSample, Stall
 from pytest_sglang.report import html
 from pytest_sglang.report.html_soak import completion_rate
 from pytest_sglang.report.json_report import build_report, validation_errors

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from pytest_sglang.errors import ConfigError, LaunchConfigError
+from pytest_sglang.server.options.ray import parse_address
 from pytest_sglang.server.ray import PlacementRefused, RayNode, RayOptions, connect, plan, server_resources
-from pytest_sglang.server.ray.options import parse_address
 from pytest_sglang.sglang.args import LaunchArgs, parse_launch_args
 
 
