@@ -16,7 +16,8 @@ import pytest_sglang
 
 _PACKAGE = Path(pytest_sglang.__file__).parent
 #: The ``/server_info`` document a handle returns stays ``dict[str, Any]`` until its readers narrow it
-#: (gates/production/speculative.py, gates/production/probes.py and gates/fleet/health.py read fields as numbers and lists directly).
+#: (gates/production/speculative.py, gates/production/probes.py and gates/fleet/health.py read fields as
+#: numbers and lists directly).
 _SERVER_INFO = {("server/handle.py", "__init__"), ("server/handle.py", "info"), ("server/members.py", "info"),
                 ("server/members.py", "initial_info"), ("fleet/handle.py", "info"), ("fleet/front.py", "initial_info")}
 

@@ -99,12 +99,14 @@ class Check:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 
-def compare(gate: str, metric: str, measured: Value, op: str, required: Value, **extra: Any) -> Check:
-    """Build a :class:`Check`; a missing measurement (None) never passes."""
+def compare(gate: str, metric: str, measured: Value, op: str, required: Value, *, unit: str = "", source: str = "",
+            remedy: str = "", detail: str = "", keyword: str = "") -> Check:
+    """Build a :class:`Check` (the keywords are its fields); a missing measurement (None) never passes."""
     if op not in _OPS:
         raise ValueError(f"unknown comparison {op!r}")
     passed = measured is not None and _OPS[op](measured, required)
-    return Check(gate=gate, metric=metric, measured=measured, required=required, op=op, passed=passed, **extra)
+    return Check(gate=gate, metric=metric, measured=measured, required=required, op=op, passed=passed, unit=unit,
+                 source=source, remedy=remedy, detail=detail, keyword=keyword)
 
 
 @dataclass

@@ -1,3 +1,4 @@
+# Near 600 lines: the one declaration of every marker keyword's types, constraints and relations (issue 31).
 """Marker keywords, declared once: the keyword-only parameters of a gate's ``run_marker``.
 
 A gate declares each keyword in its signature, with its type, default and constraints::

@@ -28,8 +28,12 @@ __all__ = ["fleet_section", "identify_fleet", "refresh_health", "shares_of"]
 _MAX_PARALLEL = 8
 
 
-def identify_fleet(server: Handle) -> dict[str, Any] | None:
-    """The fleet ``server`` (a gateway with its workers) as report data, or None for a single server."""
+def identify_fleet(server: Handle) -> dict[str, object] | None:
+    """The fleet ``server`` (a gateway with its workers) as report data, or None for a single server.
+
+    One of the places that asks for the fleet: the gateway's flavor, version and its view of each worker
+    (``GET /workers``) exist only on a fleet, not on the members a gate loops over.
+    """
     fleet = fleet_of(server)
     if fleet is None:
         return None
@@ -40,7 +44,7 @@ def identify_fleet(server: Handle) -> dict[str, Any] | None:
             "workers": workers}
 
 
-def _worker(worker: WorkerHandle) -> dict[str, Any]:
+def _worker(worker: WorkerHandle) -> dict[str, object]:
     # The /server_info its direct probe read and validated at attach or launch: not asked again.
     info: Mapping[str, Any] = (worker.server.initial_info if worker.server is not None else None) or {}
     if not info and worker.reachable:
@@ -55,7 +59,7 @@ def _worker(worker: WorkerHandle) -> dict[str, Any]:
             "max_total_num_tokens": int_or_none(info.get("max_total_num_tokens")), "share": None, "share_source": None}
 
 
-def refresh_health(server: Handle, fleet: dict[str, Any]) -> None:
+def refresh_health(server: Handle, fleet: Mapping[str, object]) -> None:
     """Set each worker's ``healthy_at_end`` from the gateway's ``/workers`` now (left None when it fails)."""
     fleet_handle = fleet_of(server)
     if fleet_handle is None:
@@ -65,11 +69,12 @@ def refresh_health(server: Handle, fleet: dict[str, Any]) -> None:
     except Exception:  # the gateway may be gone at the end of a run; the row keeps its start state
         return
     health = {scrub(w.url): w.is_healthy for w in found.workers}
-    for row in fleet.get("workers", []):
-        row["healthy_at_end"] = health.get(row["url"])
+    for row in _list(fleet.get("workers")):
+        if isinstance(row, dict):
+            row["healthy_at_end"] = health.get(str(row.get("url")))
 
 
-def shares_of(outcome: Mapping[str, Any]) -> dict[str, float] | None:
+def shares_of(outcome: Mapping[str, object]) -> dict[str, float] | None:
     """The per-worker request shares a gate outcome (its ``to_dict``) recorded, or None.
 
     Every gate that measures them (throughput, SLO, fleet, failover) records them under the same
@@ -81,7 +86,7 @@ def shares_of(outcome: Mapping[str, Any]) -> dict[str, float] | None:
     return {scrub(url): share for url, share in shares.items()} if shares else None
 
 
-def fleet_section(fleet: Mapping[str, Any] | None, tests: Iterable[TestRecord]) -> dict[str, Any] | None:
+def fleet_section(fleet: Mapping[str, object] | None, tests: Iterable[TestRecord]) -> dict[str, object] | None:
     """The report's ``fleet`` object: the workers, each gate's shares, every failover; None without a fleet."""
     shares: list[dict[str, Any]] = []
     failovers: list[dict[str, Any]] = []
@@ -96,16 +101,16 @@ def fleet_section(fleet: Mapping[str, Any] | None, tests: Iterable[TestRecord]) 
                 failovers.append(_failover(test, record))
     if fleet is None and not failovers:
         return None
-    workers = [dict(w) for w in (fleet or {}).get("workers", [])]
+    workers = [dict(w) for w in _list((fleet or {}).get("workers")) if isinstance(w, Mapping)]
     for measured in shares:  # the last measurement of the run wins; each is kept in ``shares``
         for row in workers:
             if row["url"] in measured["by_url"]:
                 row["share"], row["share_source"] = measured["by_url"][row["url"]], measured["nodeid"]
-    return {"gateway": dict((fleet or {}).get("gateway") or {}), "workers": workers, "shares": shares,
+    return {"gateway": dict(_mapping((fleet or {}).get("gateway"))), "workers": workers, "shares": shares,
             "failovers": failovers}
 
 
-def _failover(test: TestRecord, record: Mapping[str, Any]) -> dict[str, Any]:
+def _failover(test: TestRecord, record: Mapping[str, object]) -> dict[str, object]:
     timeline = record.get("timeline_s")
     return {"nodeid": test.nodeid, "outcome": test.outcome, **{k: v for k, v in record.items() if k != "timeline_s"},
             "timeline_s": {str(k): v if _is_num(v) else None for k, v in (timeline or {}).items()}
@@ -113,7 +118,7 @@ def _failover(test: TestRecord, record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # ---- shared by the renderers ------------------------------------------------------------------------
-def health(row: Mapping[str, Any]) -> str:
+def health(row: Mapping[str, object]) -> str:
     """``healthy``, ``DOWN``, or ``healthy -> DOWN`` when the gateway's word changed by the end of the run."""
     def word(value: object) -> str:
         return "?" if value is None else ("healthy" if value else "DOWN")
@@ -122,23 +127,23 @@ def health(row: Mapping[str, Any]) -> str:
     return word(start) if end is None or end == start else f"{word(start)} -> {word(end)}"
 
 
-def share(row: Mapping[str, Any]) -> str:
+def share(row: Mapping[str, object]) -> str:
     value = row.get("share")
     return f"{value:.0%}" if _is_num(value) else "-"
 
 
-def capacity(row: Mapping[str, Any]) -> str:
+def capacity(row: Mapping[str, object]) -> str:
     value = row.get("max_total_num_tokens")
     return f"{value:,}" if isinstance(value, int) else "?"
 
 
-def gateway_line(fleet: Mapping[str, Any]) -> str:
+def gateway_line(fleet: Mapping[str, object]) -> str:
     """``smg 1.13.0 (launched) at http://... with 2 workers``."""
-    gw = fleet.get("gateway") or {}
+    gw = _mapping(fleet.get("gateway"))
     what = " ".join(str(x) for x in (gw.get("flavor"), gw.get("version")) if x) or "gateway"
     mode = " (launched)" if gw.get("launched") else " (attached)" if gw else ""
     where = f" at {gw['url']}" if gw.get("url") else ""
-    n = len(fleet.get("workers") or [])
+    n = len(_list(fleet.get("workers")))
     return f"{what}{mode}{where} with {n} worker{'' if n == 1 else 's'}"
 
 
@@ -148,22 +153,22 @@ EVENTS = (("kill", "kill"), ("first_error", "first error"), ("last_error", "last
           ("recovered", "recovered"), ("load_end", "load end"))
 
 
-def timeline_text(failover: Mapping[str, Any]) -> str:
+def timeline_text(failover: Mapping[str, object]) -> str:
     """``kill 5.44 s, first error 5.45 s, ..., load end 17.50 s`` (events that happened)."""
-    times = failover.get("timeline_s") or {}
+    times = _mapping(failover.get("timeline_s"))
     parts = [f"{label} {times[key]:.2f} s" for key, label in EVENTS if _is_num(times.get(key))]
     return ", ".join(parts) or "no event recorded"
 
 
-def failover_head(failover: Mapping[str, Any]) -> str:
+def failover_head(failover: Mapping[str, object]) -> str:
     """``worker 0 SIGKILL: 8 errors (2.7%) [stream_error=8], detected in 0.15 s, ...``."""
     who = "gateway" if failover.get("target") == "gateway" else f"worker {failover.get('worker')}"
     return f"{who} {failover.get('signal', '')}: {failover_summary(failover)}"
 
 
-def failover_summary(failover: Mapping[str, Any]) -> str:
+def failover_summary(failover: Mapping[str, object]) -> str:
     """``8 errors (2.7%) [stream_error=8], detected in 0.15 s, serving again 4.38 s after the restart``."""
-    errors = failover.get("errors") or {}
+    errors = _mapping(failover.get("errors"))
     count = sum(v for v in errors.values() if isinstance(v, int))
     rate = failover.get("error_rate")
     kinds = ", ".join(f"{k}={v}" for k, v in errors.items())
@@ -182,6 +187,17 @@ def _text(value: object) -> str | None:
     return None if value is None or value == "" else clean_text(scrub(str(value))) or None
 
 
-def rows(fleet: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+def rows(fleet: Mapping[str, object]) -> Sequence[Mapping[str, object]]:
     """The worker rows, in index order."""
-    return sorted(fleet.get("workers") or [], key=lambda r: int(r.get("index", 0)))
+    found = [r for r in _list(fleet.get("workers")) if isinstance(r, Mapping)]
+    return sorted(found, key=lambda r: int(r.get("index", 0)))
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    """``value`` when it is a JSON object (a report read back may hold anything), else empty."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[object]:
+    """``value`` when it is a JSON array, else empty."""
+    return value if isinstance(value, list) else []

@@ -69,6 +69,15 @@ class Lying:
     def client(self, **kwargs: Any) -> Any:
         return self.real.client(**kwargs)
 
+    # The Handle protocol (server/members.py), as SGLangServer has it: a lone server is its own one member.
+    server, unreachable, role = property(lambda self: self), None, "regular"
+
+    def label(self) -> None:
+        return None
+
+    def members(self) -> tuple[Lying]:
+        return (self,)
+
 
 def test_verify_live_passes_on_an_honest_server(hicache_off: SGLangServer) -> None:
     outcome = capacity.run_marker(Ctx(hicache_off), min_concurrent_requests=8, avg_request_tokens=1024,

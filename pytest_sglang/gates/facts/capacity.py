@@ -7,9 +7,10 @@ the effective running-request limit from ``internal_states[i].effective_max_runn
 from ``/v1/models`` ``max_model_len`` or ``max_req_input_len`` (= min(context, pool) - 6).
 Static numbers can lie, so ``verify_live=True`` also sends the requests and checks they ran at once.
 
-A fleet's per-worker capacity evaluation (``evaluate_fleet_capacity``) is at the end of this module, not in one of
-its own: the marker and the assert helper call it, and it calls the single-server evaluation, so a
-module of its own made a circle (issue 31). Hence ~400 lines; shared per-worker helpers: gates/facts/workers.py.
+The loop over the handle's members (``evaluate_fleet_capacity``: a lone server is its own one member, a
+fleet's workers each) is at the end of this module, not in one of its own: the marker and the assert
+helper call it, and it calls the single-server evaluation, so a module of its own made a circle (issue
+31). Hence ~400 lines; shared per-member helpers: gates/facts/workers.py.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pytest_sglang.gates.facts.workers import (
     for_worker,
     info_of,
     merge_context,
+    name_of,
     no_workers,
     not_checked,
     unreachable_why,
@@ -34,8 +36,8 @@ from pytest_sglang.gates.keywords import AnyOf, OptionalCount, Requires
 from pytest_sglang.gates.registry import GateContext
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle, SGLangFleet, WorkerHandle
     from pytest_sglang.loadgen import LoadResult, LoadSpec
+    from pytest_sglang.server.members import Handle, Member
 
 GATE = "capacity"
 _INFO = "/server_info"
@@ -60,18 +62,17 @@ class Figure:
         return "per DP rank: " + ", ".join(fmt(v) for v in self.per_rank)
 
 
-def _states(info: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _states(info: Mapping[str, object]) -> list[Mapping[str, Any]]:
     states = info.get("internal_states")
     return [s for s in states if isinstance(s, Mapping)] if isinstance(states, list) else []
 
 
-def _ints(values: Sequence[Any]) -> tuple[int, ...] | None:
-    if values and all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return tuple(values)
-    return None
+def _ints(values: Sequence[object]) -> tuple[int, ...] | None:
+    ints = tuple(v for v in values if isinstance(v, int) and not isinstance(v, bool))
+    return ints if values and len(ints) == len(values) else None
 
 
-def token_capacity(info: Mapping[str, Any]) -> Figure:
+def token_capacity(info: Mapping[str, object]) -> Figure:
     """KV pool tokens per DP rank."""
     states = _states(info)
     caps = _ints([(s.get("memory_usage") or {}).get("token_capacity") for s in states])
@@ -84,7 +85,7 @@ def token_capacity(info: Mapping[str, Any]) -> Figure:
                       "nor max_total_num_tokens")
 
 
-def running_requests(info: Mapping[str, Any]) -> Figure:
+def running_requests(info: Mapping[str, object]) -> Figure:
     """The effective max running requests per DP rank."""
     values = _ints([s.get("effective_max_running_requests_per_dp") for s in _states(info)])
     if values is not None:
@@ -97,7 +98,7 @@ def running_requests(info: Mapping[str, Any]) -> Figure:
                       "missing and the top-level max_running_requests is null (resolved at startup)")
 
 
-def context_length(info: Mapping[str, Any], max_model_len: int | None) -> Figure:
+def context_length(info: Mapping[str, object], max_model_len: int | None) -> Figure:
     """The longest request the server accepts: min(model context, KV pool)."""
     pool = token_capacity(info).least
     if max_model_len is not None:
@@ -115,7 +116,7 @@ def context_length(info: Mapping[str, Any], max_model_len: int | None) -> Figure
     return Figure((), "not reported: /v1/models max_model_len and /server_info max_req_input_len are missing")
 
 
-def concurrent_requests(info: Mapping[str, Any], avg_request_tokens: int) -> Figure:
+def concurrent_requests(info: Mapping[str, object], avg_request_tokens: int) -> Figure:
     """Requests of ``avg_request_tokens`` that fit at once, summed over DP ranks."""
     caps, running = token_capacity(info), running_requests(info)
     if not caps.per_rank:
@@ -127,7 +128,7 @@ def concurrent_requests(info: Mapping[str, Any], avg_request_tokens: int) -> Fig
                                 f"effective max running requests) [{caps.source}]")
 
 
-def _tokens_remedy(info: Mapping[str, Any]) -> str:
+def _tokens_remedy(info: Mapping[str, object]) -> str:
     cap = info.get("max_total_tokens")
     capped = (f"raise or drop --max-total-tokens (now {cap}: it caps the pool)" if cap
               else "--max-total-tokens only lowers it")
@@ -141,7 +142,7 @@ def _check(keyword: str, metric: str, figure: Figure, required: int, unit: str, 
 
 
 def evaluate_capacity(
-    info: Mapping[str, Any], *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
+    info: Mapping[str, object], *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
     min_context_length: int | None = None, min_concurrent_requests: int | None = None,
     avg_request_tokens: int | None = None, max_model_len: int | None = None,
     min_fleet_total_tokens: int | None = None,
@@ -161,11 +162,7 @@ def evaluate_capacity(
                           ("min_fleet_total_tokens", min_fleet_total_tokens)) if v is not None})
     out = GateOutcome(GATE)
     if min_fleet_total_tokens is not None:
-        pools = token_capacity(info)
-        out.add(compare(GATE, "fleet_total_tokens", sum(pools.per_rank) if pools.per_rank else None, ">=",
-                        min_fleet_total_tokens, unit="tokens", keyword="min_fleet_total_tokens",
-                        source=f"one server (no gateway): sum over its DP ranks of {pools.source}",
-                        remedy=_tokens_remedy(info) + "; or serve from more workers (--sglang-workers N)"))
+        out.add(_one_server_total(token_capacity(info), info, min_fleet_total_tokens))
     if min_total_tokens is not None:
         out.add(_check("min_total_tokens", "max_total_num_tokens", token_capacity(info), min_total_tokens,
                        "tokens", _tokens_remedy(info)))
@@ -188,7 +185,7 @@ def evaluate_capacity(
     return out
 
 
-def _add_context(out: GateOutcome, info: Mapping[str, Any]) -> None:
+def _add_context(out: GateOutcome, info: Mapping[str, object]) -> None:
     keys = ("mem_fraction_static", "max_total_tokens", "max_running_requests", "context_length", "dp_size",
             "tp_size")
     view = ", ".join(f"{k}={info.get(k)}" for k in keys if k in info)
@@ -197,10 +194,10 @@ def _add_context(out: GateOutcome, info: Mapping[str, Any]) -> None:
 
 
 def assert_capacity(
-    info: Mapping[str, Any] | Handle, *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
-    min_context_length: int | None = None, min_concurrent_requests: int | None = None,
-    avg_request_tokens: int | None = None, min_fleet_total_tokens: int | None = None,
-    max_model_len: int | None = None,
+    info: Mapping[str, object] | Handle, *, min_total_tokens: int | None = None,
+    min_running_requests: int | None = None, min_context_length: int | None = None,
+    min_concurrent_requests: int | None = None, avg_request_tokens: int | None = None,
+    min_fleet_total_tokens: int | None = None, max_model_len: int | None = None,
 ) -> GateOutcome:
     """:func:`evaluate_capacity`, raising ``AssertionError(outcome.message())`` on a miss.
 
@@ -215,20 +212,14 @@ def assert_capacity(
     if isinstance(info, Mapping):
         outcome = evaluate_capacity(info, max_model_len=max_model_len, **given)
     else:
-        outcome = _evaluate_handle(info, given, max_model_len=False)
+        outcome = _evaluate_handle(info, given)
     outcome.raise_for_failures()
     return outcome
 
 
-def _evaluate_handle(handle: Handle, floors: Mapping[str, int | None], *, max_model_len: bool) -> GateOutcome:
-    """A lone server judged on its own figures; a fleet's workers one record each (:func:`evaluate_fleet_capacity`)."""
-    from pytest_sglang.fleet.handle import fleet_of  # lazily: the plugin imports the gates without httpx
-
-    fleet = fleet_of(handle)
-    if fleet is not None:
-        return evaluate_fleet_capacity(fleet, **floors)
-    served = {"max_model_len": served_max_model_len(handle)} if max_model_len else {}
-    return evaluate_capacity(handle.info(), **served, **floors)
+def _evaluate_handle(handle: Handle, floors: Mapping[str, int | None]) -> GateOutcome:
+    """Each member of ``handle`` judged on its own figures (:func:`evaluate_fleet_capacity`)."""
+    return evaluate_fleet_capacity(handle, **floors)
 
 
 def peak_overlap(intervals: Sequence[tuple[float, float]]) -> int:
@@ -314,7 +305,7 @@ def run_marker(
     floors = {"min_total_tokens": min_total_tokens, "min_running_requests": min_running_requests,
               "min_context_length": min_context_length, "min_concurrent_requests": min_concurrent_requests,
               "avg_request_tokens": avg_request_tokens, "min_fleet_total_tokens": min_fleet_total_tokens}
-    outcome = _evaluate_handle(ctx.server, floors, max_model_len=True)
+    outcome = _evaluate_handle(ctx.server, floors)
     if verify_live and min_concurrent_requests is not None and avg_request_tokens is not None:
         result = ctx.load(live_spec(min_concurrent_requests, avg_request_tokens))
         for check in verify_live_checks(result, min_concurrent_requests):
@@ -329,12 +320,12 @@ _CAPACITY = {"min_total_tokens": ("max_total_num_tokens", "tokens"),
              "min_concurrent_requests": ("concurrent_requests", "requests")}
 
 
-def _unreachable_capacity(out: GateOutcome, worker: WorkerHandle, why: str, floors: Mapping[str, int]) -> None:
+def _unreachable_capacity(out: GateOutcome, worker: Member, why: str, floors: Mapping[str, int]) -> None:
     for keyword, required in floors.items():
         metric, unit = _CAPACITY[keyword]
         context = fact_int(worker, "max_model_len") if keyword == "min_context_length" else None
         if context is not None and worker.server is None:
-            out.add(compare(GATE, f"{metric} of {worker.name()}", context, ">=", required, unit=unit,
+            out.add(compare(GATE, f"{metric} of {name_of(worker)}", context, ">=", required, unit=unit,
                             keyword=keyword, remedy="set --context-length (up to the model's own limit)",
                             source=f"the gateway's /workers labels.max_model_len ({why}; its KV pool, which may "
                                    "bound the context, is not visible from here)"))
@@ -345,14 +336,15 @@ def _unreachable_capacity(out: GateOutcome, worker: WorkerHandle, why: str, floo
 
 
 def evaluate_fleet_capacity(
-    fleet: SGLangFleet, *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
+    fleet: Handle, *, min_total_tokens: int | None = None, min_running_requests: int | None = None,
     min_context_length: int | None = None, min_concurrent_requests: int | None = None,
     avg_request_tokens: int | None = None, min_fleet_total_tokens: int | None = None,
 ) -> GateOutcome:
-    """Every worker's KV capacity against the per-worker floors, and the fleet's sum (``min_fleet_total_tokens``).
+    """Every member's KV capacity against the per-member floors, and their sum (``min_fleet_total_tokens``).
 
-    The keywords mean what they mean for one server (:func:`evaluate_capacity`),
-    applied to each worker.
+    The keywords mean what they mean for one server (:func:`evaluate_capacity`), applied to each member of
+    the handle (``members()``: a lone server is its own one member, its records keep plain names; a
+    fleet's workers each get theirs, named).
     """
     floors = {k: v for k, v in (("min_total_tokens", min_total_tokens), ("min_running_requests", min_running_requests),
                                 ("min_context_length", min_context_length),
@@ -360,43 +352,57 @@ def evaluate_fleet_capacity(
     given = {**floors, "avg_request_tokens": avg_request_tokens, "min_fleet_total_tokens": min_fleet_total_tokens}
     keywords.check(run_marker, "evaluate_fleet_capacity", {k: v for k, v in given.items() if v is not None})
     out = GateOutcome(GATE)
-    if not fleet.workers:
+    members = fleet.members()
+    if not members:
         out.add(no_workers(GATE, fleet))
-    parts: list[tuple[WorkerHandle, GateOutcome]] = []
-    pools: dict[int, int | None] = {}
-    for worker in fleet.workers:
+    parts: list[tuple[Member, GateOutcome]] = []
+    pools: list[tuple[Member, int | None]] = []
+    alone: tuple[Figure, Mapping[str, Any]] | None = None  # a lone server's pool and info: its total's wording
+    for worker in members:
         info, why = info_of(worker)
         figure = token_capacity(info) if info is not None else None
-        pools[worker.index] = sum(figure.per_rank) if figure is not None and figure.per_rank else None
+        pools.append((worker, sum(figure.per_rank) if figure is not None and figure.per_rank else None))
+        if figure is not None and info is not None and worker.label() is None:
+            alone = figure, info
         if info is None or worker.server is None:
             _unreachable_capacity(out, worker, why, floors)
             continue
         if floors:
             part = evaluate_capacity(info, max_model_len=served_max_model_len(worker.server),
-                                              avg_request_tokens=avg_request_tokens, **floors)
+                                     avg_request_tokens=avg_request_tokens, **floors)
             out.checks += [for_worker(c, worker) for c in part.checks]
             parts.append((worker, part))
-    if min_fleet_total_tokens is not None:
-        out.add(_fleet_total(fleet, pools, min_fleet_total_tokens))
+    if min_fleet_total_tokens is not None and alone is not None:
+        out.add(_one_server_total(*alone, min_fleet_total_tokens))
+    elif min_fleet_total_tokens is not None:
+        out.add(_fleet_total(pools, min_fleet_total_tokens))
     merge_context(out, parts)
     return out
 
 
-def _fleet_total(fleet: SGLangFleet, pools: Mapping[int, int | None], required: int) -> Check:
+def _one_server_total(pools: Figure, info: Mapping[str, object], required: int) -> Check:
+    """A lone server (a fleet of one, unlabelled): the sum over its DP ranks."""
+    return compare(GATE, "fleet_total_tokens", sum(pools.per_rank) if pools.per_rank else None, ">=", required,
+                   unit="tokens", keyword="min_fleet_total_tokens",
+                   source=f"one server (no gateway): sum over its DP ranks of {pools.source}",
+                   remedy=_tokens_remedy(info) + "; or serve from more workers (--sglang-workers N)")
+
+
+def _fleet_total(pools: Sequence[tuple[Member, int | None]], required: int) -> Check:
     # In a prefill-decode fleet a request's KV lives on its decode worker for the whole generation; a
     # prefill pool holds a prompt only until it is transferred. So the fleet's capacity is the decode pools.
-    pd = any(w.role == "decode" for w in fleet.workers)
-    counted = {i: p for i, p in pools.items() if not (pd and fleet.workers[i].role == "prefill")}
-    known = {i: p for i, p in counted.items() if p is not None}
-    unknown = [fleet.workers[i].name() for i, p in counted.items() if p is None]
-    terms = " + ".join(f"{fleet.workers[i].name()} {fmt(p)}" for i, p in known.items()) or "no worker's pool is known"
+    pd = any(w.role == "decode" for w, _ in pools)
+    counted = [(w, p) for w, p in pools if not (pd and w.role == "prefill")]
+    known = [(w, p) for w, p in counted if p is not None]
+    unknown = [name_of(w) for w, p in counted if p is None]
+    terms = " + ".join(f"{name_of(w)} {fmt(p)}" for w, p in known) or "no worker's pool is known"
     which = "decode workers (prefill pools only hold prompts until the transfer)" if pd else "workers"
     source = (f"sum over the {len(counted)} {which} (and their DP ranks) of each worker's /server_info "
               f"internal_states[i].memory_usage.token_capacity: {terms}")
     if unknown:
         source += f"; not known (so the sum is a lower bound): {', '.join(unknown)}"
     more = "--sglang-decode M" if pd else "--sglang-workers N"
-    return compare(GATE, "fleet_total_tokens", sum(known.values()) if known else None, ">=", required,
+    return compare(GATE, "fleet_total_tokens", sum(p for _, p in known) if known else None, ">=", required,
                    unit="tokens", keyword="min_fleet_total_tokens", source=source,
                    remedy="raise each worker's KV pool (--mem-fraction-static; python -m pytest_sglang plan -- "
                           f"<launch args>) or add workers ({more})")

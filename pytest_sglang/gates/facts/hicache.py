@@ -6,16 +6,17 @@ from the startup log's ``Allocating ... hierarchical KV host pool`` lines when t
 server; each check names its source, and when neither exists the message says what to enable.
 ``effective=True`` proves the cache works (:mod:`pytest_sglang.loadgen.workloads.prefix_reuse`).
 
-A fleet's per-worker hicache evaluation (``evaluate_fleet_hicache``) is at the end of this module, not in one of
-its own: the marker and the assert helper call it, and it calls the single-server evaluation, so a
-module of its own made a circle (issue 31). Hence ~400 lines; shared per-worker helpers: gates/facts/workers.py.
+The loop over the handle's members (``evaluate_fleet_hicache``: a lone server is its own one member, a
+fleet's workers each) is at the end of this module, not in one of its own: the marker and the assert
+helper call it, and it calls the single-server evaluation, so a module of its own made a circle (issue
+31). Hence ~430 lines; shared per-member helpers: gates/facts/workers.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypedDict, runtime_checkable
 
 from pytest_sglang.errors import SGLangError
 from pytest_sglang.formatting import fmt
@@ -29,7 +30,7 @@ from pytest_sglang.loadgen.workloads.prefix_reuse import ReuseResult, run_prefix
 from pytest_sglang.sglang.hostmem import GB, GiB
 
 if TYPE_CHECKING:
-    from pytest_sglang.fleet.handle import Handle, SGLangFleet, WorkerHandle
+    from pytest_sglang.server.members import Handle, Member
     from pytest_sglang.server.phases import HostPool, StartupReport
     from pytest_sglang.sglang.metrics_text import Sample
 
@@ -47,6 +48,27 @@ class HicacheServer(Protocol):
 
     def metrics(self) -> dict[str, list[Sample]]:
         """The ``/metrics`` samples, keyed by sample name."""
+
+class HicacheKeywords(TypedDict, total=False):
+    """The configuration and pool keywords :func:`evaluate_hicache` takes (the marker's first eight)."""
+
+    enabled: bool
+    min_host_tokens: int | None
+    min_host_gb_per_rank: float | None
+    min_ratio: float | None
+    write_policy: str | None
+    io_backend: str | None
+    mem_layout: str | None
+    storage_backend: str | None
+
+
+@runtime_checkable
+class _Membered(Protocol):
+    """A handle (server/members.py): it tells its members; a bare fake server in tests does not."""
+
+    def members(self) -> Sequence[Member]:
+        """The servers behind the handle."""
+
 
 GATE = "hicache"
 _ENABLE = ("launch through the plugin (startup-log host pool lines) or add --enable-metrics "
@@ -94,7 +116,7 @@ def _device_bytes_per_token(info: Mapping[str, Any]) -> float | None:
     return None
 
 
-def host_pools(server: HicacheServer, info: Mapping[str, Any]) -> HostPools:
+def host_pools(server: HicacheServer, info: Mapping[str, object]) -> HostPools:
     """Measured host pools: the metric gauge first, then the startup log."""
     logged = _log_pools(server)
     log_gb = tuple(float(p.gb) for p in logged)
@@ -197,20 +219,26 @@ def evaluate_hicache(
     return out
 
 
-def assert_hicache(server: HicacheServer | SGLangFleet, **kwargs: Any) -> GateOutcome:
+def assert_hicache(
+    server: Handle | HicacheServer, *, enabled: bool = True, min_host_tokens: int | None = None,
+    min_host_gb_per_rank: float | None = None, min_ratio: float | None = None, write_policy: str | None = None,
+    io_backend: str | None = None, mem_layout: str | None = None, storage_backend: str | None = None,
+) -> GateOutcome:
     """:func:`evaluate_hicache`, raising ``AssertionError(outcome.message())`` on a miss.
 
-    On a fleet (``sglang_fleet``, or ``sglang_server`` when it is a gateway) every worker is checked,
-    one record per worker, as the marker does.
+    ``server`` is a handle (``sglang_server``, ``sglang_fleet``): each of its members is checked, a fleet's
+    workers one record each, as the marker does; or any object with ``info()``, ``metrics()`` and
+    ``startup`` (a fake in tests), checked as one server.
     """
     __tracebackhide__ = True
-    from pytest_sglang.fleet.handle import fleet_of  # lazily: the plugin imports the gates without httpx
-
-    fleet = fleet_of(server)
-    if fleet is not None:
-        outcome = evaluate_fleet_hicache(fleet, **kwargs)
+    given = HicacheKeywords(enabled=enabled, min_host_tokens=min_host_tokens,
+                            min_host_gb_per_rank=min_host_gb_per_rank, min_ratio=min_ratio,
+                            write_policy=write_policy, io_backend=io_backend, mem_layout=mem_layout,
+                            storage_backend=storage_backend)
+    if isinstance(server, _Membered):
+        outcome = evaluate_fleet_hicache(server, **given)
     elif isinstance(server, HicacheServer):
-        outcome = evaluate_hicache(server, **kwargs)
+        outcome = evaluate_hicache(server, **given)
     else:
         raise TypeError(f"assert_hicache() takes a server or a fleet, not {type(server).__name__}")
     outcome.raise_for_failures()
@@ -304,23 +332,19 @@ def run_marker(
     This signature declares the marker's keywords (types, defaults, ranges, SGLang's choices,
     relations): the plugin validates a marker against it at collection and shows it in ``--markers``.
     """
-    from pytest_sglang.fleet.handle import fleet_of  # lazily: the plugin imports the gates without httpx
-
-    given: dict[str, Any] = dict(
-        enabled=enabled, min_host_tokens=min_host_tokens, min_host_gb_per_rank=min_host_gb_per_rank,
+    outcome = evaluate_fleet_hicache(
+        ctx.server, enabled=enabled, min_host_tokens=min_host_tokens, min_host_gb_per_rank=min_host_gb_per_rank,
         min_ratio=min_ratio, write_policy=write_policy, io_backend=io_backend, mem_layout=mem_layout,
         storage_backend=storage_backend)
-    fleet = fleet_of(ctx.server)
-    outcome = evaluate_hicache(ctx.server, **given) if fleet is None else evaluate_fleet_hicache(fleet, **given)
-    if effective and fleet is not None:
-        effective_per_worker(ctx, fleet, outcome, min_gain)
-    elif effective:
-        run_effective(ctx, ctx.server, outcome, min_gain)
+    if effective:
+        effective_per_worker(ctx, ctx.server, outcome, min_gain)
     if restart:  # after the effective workload: a restart would empty the tiers it measures
         from pytest_sglang.gates.production.storage_restart import run_restart
 
+        # A handle whose members are named is several servers (a fleet): the restart is of one launch.
+        several = any(member.label() is not None for member in ctx.server.members())
         with ctx.load_lock():
-            run_restart(ctx.server, outcome, min_storage_share, fleet=fleet is not None)
+            run_restart(ctx.server, outcome, min_storage_share, fleet=several)
     return outcome
 
 
@@ -329,36 +353,55 @@ _HICACHE_SIZES = {"min_host_tokens": "host_pool_tokens", "min_host_gb_per_rank":
                   "min_ratio": "host_device_ratio"}
 
 
-def _unreachable_hicache(out: GateOutcome, worker: WorkerHandle, why: str, kwargs: Mapping[str, Any]) -> None:
+def _unreachable_hicache(out: GateOutcome, worker: Member, why: str, given: HicacheKeywords) -> None:
     why = why if worker.server is not None else unreachable_why(worker, "hierarchical-cache settings")
-    out.add(not_checked(GATE, "enable_hierarchical_cache", worker, kwargs.get("enabled", True), op="==",
-                        keyword="enabled", why=why))
-    for key in ("write_policy", "io_backend", "mem_layout", "storage_backend"):
-        if kwargs.get(key) is not None:
-            out.add(not_checked(GATE, f"hicache_{key}", worker, kwargs[key], op="==", keyword=key, why=why))
-    for key, metric in _HICACHE_SIZES.items():
-        if kwargs.get(key) is not None and kwargs.get("enabled", True):
-            out.add(not_checked(GATE, metric, worker, kwargs[key], keyword=key, why=why))
+    enabled = given.get("enabled", True)
+    out.add(not_checked(GATE, "enable_hierarchical_cache", worker, enabled, op="==", keyword="enabled", why=why))
+    wanted = (("write_policy", given.get("write_policy")), ("io_backend", given.get("io_backend")),
+              ("mem_layout", given.get("mem_layout")), ("storage_backend", given.get("storage_backend")))
+    for key, value in wanted:
+        if value is not None:
+            out.add(not_checked(GATE, f"hicache_{key}", worker, value, op="==", keyword=key, why=why))
+    sizes = (("min_host_tokens", given.get("min_host_tokens")),
+             ("min_host_gb_per_rank", given.get("min_host_gb_per_rank")), ("min_ratio", given.get("min_ratio")))
+    for key, size in sizes:
+        if size is not None and enabled:
+            out.add(not_checked(GATE, _HICACHE_SIZES[key], worker, size, keyword=key, why=why))
 
 
-def evaluate_fleet_hicache(fleet: SGLangFleet, **kwargs: Any) -> GateOutcome:
-    """:func:`evaluate_hicache` on every worker (its keywords), one record each."""
-    keywords.check(run_marker, "evaluate_fleet_hicache", {k: v for k, v in kwargs.items() if v is not None})
+def evaluate_fleet_hicache(
+    fleet: Handle, *, enabled: bool = True, min_host_tokens: int | None = None,
+    min_host_gb_per_rank: float | None = None, min_ratio: float | None = None, write_policy: str | None = None,
+    io_backend: str | None = None, mem_layout: str | None = None, storage_backend: str | None = None,
+) -> GateOutcome:
+    """:func:`evaluate_hicache` on every member of the handle (its keywords), a fleet's workers one record each.
+
+    A lone server is its own one member: its records keep plain names and its errors are raised as they
+    are; a fleet's worker that cannot be read is noted on its records and the others are still judged.
+    """
+    given = HicacheKeywords(enabled=enabled, min_host_tokens=min_host_tokens,
+                            min_host_gb_per_rank=min_host_gb_per_rank, min_ratio=min_ratio,
+                            write_policy=write_policy, io_backend=io_backend, mem_layout=mem_layout,
+                            storage_backend=storage_backend)
+    keywords.check(run_marker, "evaluate_fleet_hicache", {k: v for k, v in given.items() if v is not None})
     out = GateOutcome(GATE)
-    if not fleet.workers:
+    members = fleet.members()
+    if not members:
         out.add(no_workers(GATE, fleet))
-    parts: list[tuple[WorkerHandle, GateOutcome]] = []
-    for worker in fleet.workers:
+    parts: list[tuple[Member, GateOutcome]] = []
+    for worker in members:
         server = worker.server
         why = worker.unreachable or "not reachable from here"
         part = None
-        if server is not None:
+        if server is not None and worker.label() is None:
+            part = evaluate_hicache(server, **given)
+        elif server is not None:
             try:
-                part = evaluate_hicache(server, **kwargs)
+                part = evaluate_hicache(server, **given)
             except SGLangError as exc:
                 why = f"its /server_info or /metrics could not be read: {str(exc).splitlines()[0]}"
         if part is None:
-            _unreachable_hicache(out, worker, why, kwargs)
+            _unreachable_hicache(out, worker, why, given)
             continue
         out.checks += [for_worker(c, worker) for c in part.checks]
         parts.append((worker, part))
@@ -366,13 +409,13 @@ def evaluate_fleet_hicache(fleet: SGLangFleet, **kwargs: Any) -> GateOutcome:
     return out
 
 
-def effective_per_worker(ctx: GateContext, fleet: SGLangFleet, outcome: GateOutcome, min_gain: float | None) -> None:
-    """``effective=True`` on a fleet: the reuse workload sent to each worker directly, one record each.
+def effective_per_worker(ctx: GateContext, fleet: Handle, outcome: GateOutcome, min_gain: float | None) -> None:
+    """``effective=True``: the reuse workload sent to each member directly, a fleet's workers one record each.
 
     Through the gateway the prefixes would be spread over the workers and no single host tier would
-    be shown to work, so each reachable worker runs it in turn.
+    be shown to work, so each reachable worker runs it in turn (a lone server: itself, records as they are).
     """
-    for worker in fleet.workers:
+    for worker in fleet.members():
         if worker.server is None:
             outcome.add(not_checked(GATE, "host_hit_tokens", worker, 1,
                                     why=unreachable_why(worker, "host-tier hits (the workload is sent to "
@@ -381,5 +424,6 @@ def effective_per_worker(ctx: GateContext, fleet: SGLangFleet, outcome: GateOutc
         part = GateOutcome(GATE)
         run_effective(ctx, worker.server, part, min_gain)
         outcome.checks += [for_worker(c, worker) for c in part.checks]
+        label = worker.label()
         for key, value in part.context.items():
-            outcome.context[f"{key} ({worker.name()})"] = value
+            outcome.context[key if label is None else f"{key} ({label})"] = value

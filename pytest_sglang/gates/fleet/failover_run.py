@@ -1,3 +1,4 @@
+# Over 300 lines: one failover's engine (load thread, kill, watch, restart) as one plain-Python state.
 """The failover engine (plain Python): load through the gateway, a kill, the gateway watched, a restart.
 
 :class:`FailoverRun` drives one failover of a launched :class:`~pytest_sglang.fleet.SGLangFleet`; the

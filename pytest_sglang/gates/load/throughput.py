@@ -1,3 +1,4 @@
+# Near 470 lines: the throughput marker's keyword block, its floors and their integrity checks (judge, describe).
 """Throughput and latency floors for a load result.
 
 ``evaluate_throughput`` / ``assert_throughput`` / the ``sglang_throughput`` marker (same checks, same
@@ -64,9 +65,10 @@ Timeout = Annotated[float | None, Above(0)]
 Dataset = str
 #: ``trace_time_scale=``: a trace's times are multiplied by it (SGLang's --mooncake-slowdown-factor).
 TimeScale = Annotated[float, Above(0)]
-#: ``prompt_token_tolerance_pct=``: % the server's prompt_tokens may differ from those sent (prompts/tokencount.py).
+#: ``prompt_token_tolerance_pct=``: % the server's prompt_tokens may differ from those sent
+#: (loadgen/prompts/tokencount.py).
 Tolerance = Annotated[float | None, AtLeast(0), AtMost(MAX_TOLERANCE_PCT)]
-#: ``cancel_rate=``, ``cancel_after_tokens=``, ``max_drain_s=``: a cancellation storm and its drain (gates/load/drain.py).
+#: ``cancel_rate=``, ``cancel_after_tokens=``, ``max_drain_s=``: a cancellation storm and its drain (load/drain.py).
 CancelRate = Annotated[float | None, Fraction()]
 CancelAfter = Annotated[int | None, AtLeast(1), AtMost(MAX_LEN)]
 DrainSeconds = Annotated[float | None, Above(0), AtMost(3600)]
@@ -149,10 +151,20 @@ def judge(result: LoadResult, limits: dict[str, float], max_error_rate: float,
     return outcome
 
 
-def assert_throughput(result: LoadResult, **limits: Any) -> None:
-    """``evaluate_throughput(result, **limits)``, raising ``AssertionError`` with its message on failure."""
+def assert_throughput(
+    result: LoadResult, *, min_output_tok_s: float | None = None, min_request_s: float | None = None,
+    max_ttft_ms_median: float | None = None, max_ttft_ms_p99: float | None = None,
+    max_itl_ms_p99: float | None = None, max_tpot_ms_median: float | None = None,
+    max_e2e_ms_p99: float | None = None, max_error_rate: float = 0.0, proven: bool = False,
+    reading: Reading | None = None,
+) -> None:
+    """:func:`evaluate_throughput` (the same keywords), raising ``AssertionError`` with its message on failure."""
     __tracebackhide__ = True
-    evaluate_throughput(result, **limits).raise_for_failures()
+    evaluate_throughput(
+        result, min_output_tok_s=min_output_tok_s, min_request_s=min_request_s,
+        max_ttft_ms_median=max_ttft_ms_median, max_ttft_ms_p99=max_ttft_ms_p99, max_itl_ms_p99=max_itl_ms_p99,
+        max_tpot_ms_median=max_tpot_ms_median, max_e2e_ms_p99=max_e2e_ms_p99, max_error_rate=max_error_rate,
+        proven=proven, reading=reading).raise_for_failures()
 
 
 def _check(result: LoadResult, keyword: str, limit: float | int, runs: Sequence[LoadResult],
@@ -274,7 +286,7 @@ def token_check(result: LoadResult) -> Check | None:
                           "or raise prompt_token_tolerance_pct=")
 
 
-def describe(result: LoadResult) -> dict[str, Any]:
+def describe(result: LoadResult) -> dict[str, object]:
     """Load shape, integrity counts and the server's own view, for the message and the reports."""
     total = result.completed + result.failed
     context: dict[str, Any] = {

@@ -1,3 +1,4 @@
+# Over 300 lines: the soak marker's keyword block and its judging of each leak and stall, kept in one place.
 """``@pytest.mark.sglang_soak(...)``: hold a load for a while and fail on slow leaks and stalls.
 
 A 60-second gate sees none of these: a server that stops answering after about a hundred requests

@@ -1,5 +1,6 @@
 """The production ``--sim-fault`` kinds: health-under-load and stalled-dp-rank (speculative and weights
-faults are shown by tests/simulator/front/test_weights_checker.py and tests/gates/production/test_speculative_marker.py)."""
+faults are shown by tests/simulator/front/test_weights_checker.py and
+tests/gates/production/test_speculative_marker.py)."""
 
 from __future__ import annotations
 
