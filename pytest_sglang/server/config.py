@@ -38,6 +38,8 @@ _WILDCARD_HOSTS = ("0.0.0.0", "::", "[::]", "")
 #: Each launch read so far, by (the command's own flags, the args): the one parse every reader takes.
 _READ: dict[tuple[tuple[str, ...], tuple[str, ...]], LaunchArgs] = {}
 _READ_LOCK = threading.Lock()
+#: A run reads a handful of distinct launches; the oldest goes beyond this (memory stays bounded).
+_READ_MAX = 256
 
 
 def read_launch(args: Sequence[str], command: Sequence[str] = (), *, source: str = "--sglang-launch") -> LaunchArgs:
@@ -53,6 +55,8 @@ def read_launch(args: Sequence[str], command: Sequence[str] = (), *, source: str
     if found is None:
         found = parse_launch_args([*key[0], *key[1]], source=source)
         with _READ_LOCK:
+            if key not in _READ and len(_READ) >= _READ_MAX:
+                del _READ[next(iter(_READ))]
             found = _READ.setdefault(key, found)
     return found
 

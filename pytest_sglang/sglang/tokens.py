@@ -2,7 +2,7 @@
 
 SGLang's parser is argparse: it resolves abbreviations (``--api-ke`` is ``--api-key``), splits
 ``--flag=value`` and decides how many values each option takes. Rather than re-implementing any of
-that, every option is registered with a recording action (:class:`Record`): argparse reports each
+that, every option is registered with a recording action (:class:`_Record`): argparse reports each
 use in argv order, and :func:`align` lays those uses over the tokens. The map is checked against
 argparse's own leftovers, so it cannot silently drift from what SGLang would read.
 """
@@ -20,7 +20,7 @@ from pytest_sglang import redaction
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.sglang.flags import Flag, flags, value_parser
 
-__all__ = ["SECRET_DESTS", "ArgToken", "Record", "RecordingParser", "Rejected", "TokenRole", "add_recorded",
+__all__ = ["SECRET_DESTS", "ArgToken", "RecordingParser", "Rejected", "TokenRole", "add_recorded",
            "align", "mask", "read_flags", "rejected", "run"]
 
 #: ServerArgs fields whose values are secrets. SGLang serves them back in clear text in
@@ -136,7 +136,7 @@ class RecordingParser(argparse.ArgumentParser):
         raise Rejected(message)
 
 
-class Record(argparse.Action):
+class _Record(argparse.Action):
     """Stores a value as SGLang's own action would and notes the use (for the token map)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, *, field: str,
@@ -163,7 +163,7 @@ class Record(argparse.Action):
 
 
 def add_recorded(group: argparse._ArgumentGroup, flag: Flag, *, dest: str, default: object, shown: bool) -> None:
-    common: dict[str, Any] = {"action": Record, "field": flag.dest, "dest": dest, "default": default,
+    common: dict[str, Any] = {"action": _Record, "field": flag.dest, "dest": dest, "default": default,
                               "help": None if shown else argparse.SUPPRESS}
     if flag.arity in ("0", "bool"):
         negative = frozenset(o for o in flag.options[1:] if o.startswith("--no-")) if flag.arity == "bool" else None

@@ -1,4 +1,4 @@
-# Near 470 lines: the throughput marker's keyword block, its floors and their integrity checks (judge, describe).
+# Near 510 lines: the throughput marker's keyword block, its floors and their integrity checks (judge, describe).
 """Throughput and latency floors for a load result.
 
 ``evaluate_throughput`` / ``assert_throughput`` / the ``sglang_throughput`` marker (same checks, same
