@@ -30,7 +30,7 @@ from pytest_sglang.gates.keywords import AtLeast, AtMost, Fraction, KeywordError
 from pytest_sglang.gates.load import throughput as tput
 from pytest_sglang.gates.load.drain import Storm
 from pytest_sglang.gates.load.shares import REQUESTS_KEY, SHARES_KEY
-from pytest_sglang.gates.load.throughput import load_keywords
+from pytest_sglang.gates.load.throughput import DRAIN_NEEDS_CANCEL, load_keywords
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen import LoadSpec
 from pytest_sglang.loadgen.shape.load import LoadShape
@@ -64,8 +64,7 @@ _RESTORE_FIX = ("read the restarted worker's log and the gateway's; later tests 
 @keywords.rules(keywords.Always("the killed worker was killed and is restored, and the load's errors"),
                  Requires("max_recover_s", needs=("restart",), why="recovery is measured on the restarted worker",
                          fix="drop max_recover_s, or leave restart at True"),
-                 Requires("max_drain_s", needs=("cancel_rate",), why="the drain after cancelled requests",
-                          fix="give cancel_rate=0.2 too, or drop max_drain_s"))
+                 DRAIN_NEEDS_CANCEL)
 @load_keywords(concurrency=16, requests=256, input_len=256, output_len=64)
 def run_marker(
     ctx: GateContext,

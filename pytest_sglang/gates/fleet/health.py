@@ -40,7 +40,7 @@ from pytest_sglang.gates.keywords import (
 )
 from pytest_sglang.gates.load.drain import Storm
 from pytest_sglang.gates.load.shares import WorkerShares, measure
-from pytest_sglang.gates.load.throughput import load_keywords, load_spec
+from pytest_sglang.gates.load.throughput import DRAIN_NEEDS_CANCEL, load_keywords, load_spec
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen.shape.load import LoadShape
 
@@ -181,8 +181,7 @@ def cache_check(ctx: GateContext, fleet: SGLangFleet, out: GateOutcome) -> None:
        Requires("cancel_rate", needs=("max_imbalance",),
                 why="the cancelled requests are part of the max_imbalance load",
                 fix="give max_imbalance too (the load is sent for it), or drop cancel_rate"),
-       Requires("max_drain_s", needs=("cancel_rate",), why="the drain after cancelled requests",
-                fix="give cancel_rate=0.2 too, or drop max_drain_s"))
+       DRAIN_NEEDS_CANCEL)
 @load_keywords(concurrency=8, requests=64, input_len=128, output_len=16)
 def run_marker(
     ctx: GateContext,

@@ -47,7 +47,7 @@ from pytest_sglang.gates.fleet.pd_transfer import Limits, TransferWindow, read_a
 from pytest_sglang.gates.keywords import AtLeast, AtMost, Fraction, OneOf, Requires, Threshold, sglang_choices
 from pytest_sglang.gates.load import throughput as tput
 from pytest_sglang.gates.load.drain import Storm
-from pytest_sglang.gates.load.throughput import load_keywords, load_spec
+from pytest_sglang.gates.load.throughput import DRAIN_NEEDS_CANCEL, load_keywords, load_spec
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.loadgen.shape.load import LoadShape
 
@@ -124,8 +124,7 @@ def _under_load(ctx: GateContext, fleet: SGLangFleet, spec: LoadSpec, limits: Li
     *(Requires(k, needs=("load",), why="it is measured under the gate's load", fix="drop load=False")
       for k in ("max_transfer_failures", "max_transfer_failure_rate", "max_bootstrap_failures",
                 "max_bootstrap_failure_rate", "max_transfer_share", "max_transfer_ms", "cancel_rate")),
-    Requires("max_drain_s", needs=("cancel_rate",), why="the drain after cancelled requests",
-             fix="give cancel_rate=0.2 too, or drop max_drain_s"),
+    DRAIN_NEEDS_CANCEL,
 )
 @load_keywords(concurrency=8, requests=64, input_len=256, output_len=16)
 def run_marker(

@@ -439,9 +439,12 @@ def load_keywords(**defaults: int | None) -> Callable[[Gate], Gate]:
     return declare
 
 
-@keywords.rules(keywords.AnyOf((*FLOORS, "max_error_rate"), vacuous={"max_error_rate": 1.0}),
-                keywords.Requires("max_drain_s", ("cancel_rate",), "the drain after cancelled requests",
-                                  "give cancel_rate=0.2 too, or drop max_drain_s"))
+#: The rule every load gate with a load shape states: a drain is measured only after cancelled requests.
+DRAIN_NEEDS_CANCEL = keywords.Requires("max_drain_s", ("cancel_rate",), "the drain after cancelled requests",
+                                       "give cancel_rate=0.2 too, or drop max_drain_s")
+
+
+@keywords.rules(keywords.AnyOf((*FLOORS, "max_error_rate"), vacuous={"max_error_rate": 1.0}), DRAIN_NEEDS_CANCEL)
 @load_keywords(requests=128, input_len=1024, output_len=256)
 def run_marker(
     ctx: GateContext,
