@@ -84,6 +84,10 @@ class WorkerHandle:
         """:meth:`name`: a record of this worker names it (the Handle protocol, server/members.py)."""
         return self.name()
 
+    def fact(self, name: str) -> str | None:
+        """What the gateway's ``GET /workers`` lists about this worker (smg 1.x labels), or None."""
+        return self.entry.fact(name)
+
     def name(self) -> str:
         """``worker 1 (http://127.0.0.1:31001)``, ``decode worker 1 (...)`` in a prefill-decode fleet."""
         role = "" if self.role == "regular" else f"{self.role} "

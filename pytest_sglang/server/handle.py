@@ -85,6 +85,10 @@ class SGLangServer:
         """None: a lone server's records keep their plain metric names."""
         return None
 
+    def fact(self, name: str) -> None:
+        """None: no gateway lists facts about a lone server (its own are in :meth:`info`)."""
+        return None
+
     def metrics_or_why(self) -> dict[str, list[promtext.Sample]] | str:
         """:meth:`metrics`, or the first line of why they cannot be read."""
         try:

@@ -47,6 +47,9 @@ class Member(Protocol):
     def metrics_or_why(self) -> dict[str, list[Sample]] | str:
         """Its own ``/metrics``, parsed, or in words why they cannot be read (a gate notes it and goes on)."""
 
+    def fact(self, name: str) -> str | None:
+        """What the gateway lists about it (smg 1.x labels: ``tp_size``, ``version``...); None for a lone server."""
+
 
 class Handle(Protocol):
     """What fixtures and gates take: a server, or a fleet served by its gateway; each tells its members.

@@ -95,12 +95,6 @@ def merge_context(out: GateOutcome, parts: Sequence[tuple[Member, GateOutcome]])
 
 
 def fact_int(member: Member, name: str) -> int | None:
-    """A whole-number fact the gateway lists about ``member`` (smg 1.x labels), or None (a lone server).
-
-    Only a gateway lists facts about a member, and the Member protocol (server/members.py) does not carry
-    them yet: this is the one place that asks whether a member is a fleet's worker.
-    """
-    from pytest_sglang.fleet.handle import WorkerHandle  # lazily: the plugin imports the gates without httpx
-
-    text = member.entry.fact(name) if isinstance(member, WorkerHandle) else None
+    """A whole-number fact the gateway lists about ``member`` (smg 1.x labels), or None (a lone server)."""
+    text = member.fact(name)
     return int(text) if text is not None and text.isdigit() else None

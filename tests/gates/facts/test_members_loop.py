@@ -61,6 +61,9 @@ class FakeMember:
     def metrics_or_why(self) -> str:
         return "not read"
 
+    def fact(self, name: str) -> None:
+        return None
+
 
 @dataclass
 class TwoServers:
