@@ -86,7 +86,7 @@ def crash_lag(workdir: Path, scale: float, kill_after_s: float = 0.8) -> float:
 
 
 #: The simulator with its warmup phase stretched (simulated seconds): Up comes well after pytest waits.
-_SLOW_WARMUP = ("import sys; from pytest_sglang.simulator import profiles; "
+_SLOW_WARMUP = ("import sys; from pytest_sglang.simulator.scheduling import profiles; "
                 "profiles.TINY.phase_s['warmup'] = float(sys.argv.pop(1)); "
                 "from pytest_sglang.simulator.server import main; sys.exit(main(sys.argv[1:]))")
 _BODY_TEST = ("import os, time\n\n\ndef test_body(sglang_server):\n"
