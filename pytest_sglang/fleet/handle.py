@@ -1,3 +1,4 @@
+# Over 300 lines: the fleet's two handles (WorkerHandle, SGLangFleet) side by side; the gateway part: front.py.
 """``SGLangFleet``: a gateway and one handle per worker, the same shape attached or launched.
 
 The fleet is a handle of its own, built with its workers (never attached to a server's handle later).

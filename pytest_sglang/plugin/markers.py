@@ -22,7 +22,6 @@ import pytest
 
 from pytest_sglang.errors import SGLangError
 from pytest_sglang.gates.registry import DOCS_URL, GATES, GATES_BY_MARKER, GateContext
-from pytest_sglang.plugin.results import RESULTS_KEY
 
 if TYPE_CHECKING:
     from pytest_sglang.gates.base import GateOutcome
@@ -257,11 +256,12 @@ def _require_consent(request: pytest.FixtureRequest, server: Handle, marks: list
 
 def assert_gates(item: pytest.Item) -> None:
     """After the test body: fail the test with every unmet gate (and baseline regression)."""
+    from pytest_sglang.plugin.results import RESULTS_KEY, record  # lazily: a collection never loads the outcomes
+
     results = item.stash.get(RESULTS_KEY, None)
     if results is None:
         return
     from pytest_sglang import redaction
-    from pytest_sglang.plugin.results import record
 
     failed = [o for o in results.outcomes if not o.passed]
     cannot: list[str] = []

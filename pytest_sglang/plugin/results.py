@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_sglang import redaction
-from pytest_sglang.gates.base import GateOutcome
 from pytest_sglang.plugin.consent import STRICT
 from pytest_sglang.plugin.keys import SETTINGS_KEY
 
 if TYPE_CHECKING:
+    # The hooks import this module for RESULTS_KEY when the plugin loads: the gates load only when one records.
+    from pytest_sglang.gates.base import GateOutcome
     from pytest_sglang.loadgen import LoadResult
 
 __all__ = ["RESULTS_KEY", "GateResults", "record", "results_of"]
@@ -43,6 +44,8 @@ class GateResults:
         It is stored like a marker's outcome (gate summary table, JSON/JUnit reports) and judged
         the same way: an unmet check fails the test after its body. Returns ``outcome``.
         """
+        from pytest_sglang.gates.base import GateOutcome
+
         if not isinstance(outcome, GateOutcome):
             raise TypeError(f"sglang_gate.record(outcome) takes a pytest_sglang.GateOutcome, got "
                             f"{type(outcome).__name__}; build one with GateOutcome(gate, [compare(...)])")

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from pytest_sglang.gates.facts import capacity, hicache
-from pytest_sglang.loadgen import LoadSpec, run_load
+from pytest_sglang.gates.registry import GateContext
+from pytest_sglang.loadgen import run_load
 from pytest_sglang.server import LaunchConfig, SGLangServer, launch
 
 BASE = ("--model-path", "sim/tiny-llama", "--sim-profile", "tiny", "--max-total-tokens", "8192", "--enable-metrics")
@@ -39,12 +39,8 @@ def hicache_off() -> Iterator[SGLangServer]:
     yield from _launch(HICACHE_OFF)
 
 
-@dataclass
-class Ctx:
-    server: Any
-
-    def load(self, spec: LoadSpec) -> Any:
-        return run_load(self.server.url, spec)
+def Ctx(server: Any) -> GateContext:
+    return GateContext(server=server, load=lambda spec: run_load(server.url, spec))
 
 
 class Lying:

@@ -12,7 +12,6 @@ import pytest
 from filelock import FileLock, Timeout
 from plugin_helpers import SIM_LAUNCH
 
-from pytest_sglang.gates.facts import hicache
 from pytest_sglang.gates.registry import GateContext
 from pytest_sglang.plugin import settings as settings_mod
 from pytest_sglang.plugin.load_runner import LoadRunner
@@ -103,9 +102,9 @@ def test_load_lock_is_public_and_used_by_the_hicache_workload(tmp_path: Path) ->
     with runner.lock():
         assert _held_elsewhere(lock_path)
     assert not _held_elsewhere(lock_path)
-    with hicache._load_lock(GateContext(server=None, load=runner)):
+    with GateContext(server=None, load=runner).load_lock():
         assert _held_elsewhere(lock_path)
-    with hicache._load_lock(GateContext(server=None, load=lambda spec: None)):  # no plugin: no lock
+    with GateContext(server=None, load=lambda spec: None).load_lock():  # no plugin: no lock
         assert not _held_elsewhere(lock_path)
 
 

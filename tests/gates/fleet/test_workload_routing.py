@@ -17,8 +17,10 @@ from gates.fleetkit import own_fleet
 from pytest_sglang.loadgen import LoadResult, LoadSpec, run_load
 
 WORKER = ("--model-path", "sim/tiny-llama", "--enable-cache-report")
-SESSIONS = LoadSpec(dataset="multiturn:sessions=9,turns=4,first_len=200,turn_len=16", api="chat", concurrency=9,
-                    requests=36, output_len=8, sample_server_metrics=False, model="sim/tiny-llama")
+# 10 sessions on 3 workers: with 9 (a multiple of 3), round_robin sent each session's turns back to the same
+# worker whenever the waves kept their order, and matched cache_aware by chance (70 % vs 61 % in one CI run).
+SESSIONS = LoadSpec(dataset="multiturn:sessions=10,turns=4,first_len=200,turn_len=16", api="chat", concurrency=10,
+                    requests=40, output_len=8, sample_server_metrics=False, model="sim/tiny-llama")
 
 
 def _through(policy: str, logs: Path) -> LoadResult:
@@ -29,8 +31,8 @@ def _through(policy: str, logs: Path) -> LoadResult:
 def test_cache_aware_routing_keeps_sessions_on_their_worker(tmp_path_factory: pytest.TempPathFactory) -> None:
     aware = _through("cache_aware", tmp_path_factory.mktemp("aware"))
     spread = _through("round_robin", tmp_path_factory.mktemp("spread"))
-    assert aware.completed == spread.completed == 36
+    assert aware.completed == spread.completed == 40
     hit_aware = aware.cache_report["cache_hit_rate_pct"]
     hit_spread = spread.cache_report["cache_hit_rate_pct"]
-    # Measured 70% vs 32% on the shared 2-core box: a session's later turns find their history cached.
+    # Measured 70% vs 35-39% (10 sessions) on the shared 2-core box: later turns find their history cached.
     assert hit_aware > hit_spread + 15, (hit_aware, hit_spread)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,8 @@ import pytest
 from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.facts import hicache
 from pytest_sglang.gates.keywords import marker_problem
-from pytest_sglang.loadgen import LoadSpec, run_load
+from pytest_sglang.gates.registry import GateContext
+from pytest_sglang.loadgen import run_load
 from pytest_sglang.server import LaunchConfig, SGLangServer, launch
 from pytest_sglang.server.restart import restart_in_place, restartable
 from tests.conftest import SimFactory
@@ -38,12 +38,8 @@ def _server(*args: str) -> Iterator[SGLangServer]:
         yield server
 
 
-@dataclass
-class Ctx:
-    server: Any
-
-    def load(self, spec: LoadSpec) -> Any:
-        return run_load(self.server.url, spec)
+def Ctx(server: Any) -> GateContext:
+    return GateContext(server=server, load=lambda spec: run_load(server.url, spec))
 
 
 def test_a_tier_that_survives_the_restart_passes(tmp_path: Path) -> None:
