@@ -65,16 +65,18 @@ from typing import Any
 
 import httpx
 
+from pytest_sglang.errors import ConfigError
 from pytest_sglang.fleet.gateway import GatewayMember, gateway_argv, resolve_command, start_gateway
 from pytest_sglang.gates.load.paired import MIN_PAIRS, judge_paired
 from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.measure.launch_noise import launches_needed
 from pytest_sglang.loadgen.measure.record import RequestRecord
 from pytest_sglang.loadgen.measure.steady import steady_metrics
+from pytest_sglang.report.baseline import parse_limits
 from pytest_sglang.simulator import Simulator
 from pytest_sglang.sockets import free_port
 
-LIMIT_PCT = 5.0  # the README's --sglang-max-regression 5%
+LIMIT_PCT = 5.0  # the README's --sglang-max-regression 5%: every judged figure's limit unless --max-regression
 FALSE_ALARM_GOAL = 0.01
 DETECTION_GOAL = 0.95
 DECODE_MS, PER_REQ_MS, PREFILL_TOK_S = 40.0, 0.2, 20_000.0
@@ -241,7 +243,8 @@ def judge(cycles: list[dict[str, dict[str, Any]]], per_side: int, opts: argparse
         for metric, higher, inj, _ in JUDGED:
             a = [figs[i]["h0"][metric] for i in draw]
             b = [figs[i]["h1"][metric] for i in draw]
-            v = judge_paired(a, b, limit_pct=LIMIT_PCT, higher_is_better=higher, metric=metric, requests=requests)
+            limit = opts.limits[metric]
+            v = judge_paired(a, b, limit_pct=limit, higher_is_better=higher, metric=metric, requests=requests)
             verdicts.append(v.verdict)
             if v.regressed:
                 out["aa_by_metric"][metric] = out["aa_by_metric"].get(metric, 0) + 1
@@ -249,7 +252,7 @@ def judge(cycles: list[dict[str, dict[str, Any]]], per_side: int, opts: argparse
                 out["cannot_by_metric"][metric] = out["cannot_by_metric"].get(metric, 0) + 1
             base = "h0" if inj == "tput" else "h1"
             d = judge_paired([figs[i][base][metric] for i in draw], [figs[i][inj][metric] for i in draw],
-                             limit_pct=LIMIT_PCT, higher_is_better=higher, metric=metric, requests=requests)
+                             limit_pct=limit, higher_is_better=higher, metric=metric, requests=requests)
             out[inj] += d.regressed
             out[f"{inj}_cannot"] += d.verdict == "cannot judge"
         out["false"] += "regressed" in verdicts
@@ -298,7 +301,7 @@ def judge_setup(name: str, rows: list[dict[str, Any]], opts: argparse.Namespace)
     spreads = {m: paired_spread(cycles, m, opts.steady) for m, *_ in JUDGED}
     minimum = max(min_per_side(spreads[m], change) for m, _, _, change in JUDGED)
     # What "cannot judge" asks: telling a change of the limit (not of the injection) from none.
-    at_limit = max(min_per_side(spreads[m], LIMIT_PCT) for m, *_ in JUDGED)
+    at_limit = max(min_per_side(spreads[m], opts.limits[m]) for m, *_ in JUDGED)
     one_load = statistics.fmean((r["launch_s"] - r["ready_s"]) / len(r["loads"]) for r in rows)
     per_launch = statistics.fmean(r["launch_s"] for r in rows)
     return {"name": name, "cycles": len(cycles), "results": results, "spreads": spreads, "minimum": minimum,
@@ -307,7 +310,7 @@ def judge_setup(name: str, rows: list[dict[str, Any]], opts: argparse.Namespace)
             "measured_s": sum(r["launch_s"] for r in rows), "launches": len(rows)}
 
 
-def report(row: dict[str, Any], opts_comparisons: int) -> bool:
+def report(row: dict[str, Any], opts_comparisons: int, limits: dict[str, float]) -> bool:
     """Print one setup's rates per launches-per-side tried; whether some N met every goal with enough comparisons."""
     name = row["name"]
     workers, _, policy = SETUPS[name]
@@ -328,15 +331,20 @@ def report(row: dict[str, Any], opts_comparisons: int) -> bool:
               f"p99 TTFT +20% {r['ttft']}/{d} = {r['ttft'] / d:.1%} (cannot judge {r['ttft_cannot']})"
               f"{': all goals met' if met(r) else ''}")
     needed = next((r["n"] for r in row["results"] if met(r)), None)
-    ratio = f"{needed / row['minimum']:.1f}x" if needed else "n/a"
+    # The goals together ask for both: seeing the injected changes AND telling a change of the limit from
+    # none ("cannot judge" at most 5 %), so their statistical minimum is the larger of the two.
+    goals_min = max(row["minimum"], row["at_limit"])
+    ratio = f"{needed / goals_min:.2f}x" if needed else "n/a"
+    seen = f"; {needed / row['minimum']:.1f}x the first" if needed else ""
     verdict_s = 2 * (needed or row["results"][-1]["n"]) * row["per_launch_s"]
     print(f"[{name}] launches per side needed: {needed if needed else 'none of those tried met the goals'}; "
-          f"statistical minimum for the noise measured {row['minimum']} ({ratio}, goal <= 1.5x) to see the "
-          f"injected changes, {row['at_limit']} to tell a {LIMIT_PCT:g}% change from none (what 'cannot judge' "
-          f"asks); "
+          f"statistical minimum for the noise measured: {row['minimum']} to see the injected changes, "
+          f"{row['at_limit']} to tell a change of the limit ("
+          + ", ".join(f"{m} {pct:g}%" for m, pct in limits.items()) + ") from none (what 'cannot judge' asks), "
+          f"so {goals_min} for every goal: needed {ratio} of it (goal <= 1.5x{seen}); "
           f"wall time per verdict {verdict_s:.0f} s = {verdict_s / row['one_load_s']:.1f}x one load run "
           f"({row['one_load_s']:.1f} s; a launch with its loads {row['per_launch_s']:.1f} s)", flush=True)
-    return needed is not None and needed <= 1.5 * row["minimum"]
+    return needed is not None and needed <= 1.5 * goals_min
 
 
 def cv_pct(values: Sequence[float]) -> float:
@@ -404,6 +412,9 @@ def main() -> int:
     parser.add_argument("--request-rate", type=float, default=None,
                         help="requests per second (Poisson arrivals, at most --concurrency in flight); default: "
                              "all at once, as bench_serving's inf")
+    parser.add_argument("--max-regression", default=f"{LIMIT_PCT:g}%",
+                        help="the limit each figure is judged at, in the plugin's syntax: 5%% (every figure) or "
+                             "output_throughput:5%%,p99_ttft_ms:10%% (default %(default)s, the README's)")
     parser.add_argument("--setups", default="single,fleet-rr,fleet",
                         help=f"comma-separated, from {', '.join(SETUPS)}")
     opts = parser.parse_args()
@@ -422,10 +433,24 @@ def main() -> int:
         parser.error(f"--per-side {opts.per_side!r}: give whole numbers >= 2, e.g. 3,5,8")
     if any(n < 2 for n in opts.per_side):
         parser.error(f"--per-side {opts.per_side}: a paired verdict needs at least 2 launches per side")
+    try:
+        limits = parse_limits(opts.max_regression).per_metric
+    except ConfigError as exc:
+        parser.error(f"--max-regression {opts.max_regression}: {exc.problem}; {exc.fix}")
+    bare = "," not in opts.max_regression and ":" not in opts.max_regression
+    missing = [m for m, *_ in JUDGED if m not in limits]
+    if missing and not bare:
+        parser.error(f"--max-regression {opts.max_regression}: no limit for {', '.join(missing)}; give one for "
+                     f"each judged figure ({', '.join(m for m, *_ in JUDGED)}) or a bare percentage")
+    pct = next(iter(limits.values()))
+    opts.limits = {m: limits.get(m, pct) for m, *_ in JUDGED}
+    if any(v <= 0 for v in opts.limits.values()):
+        parser.error(f"--max-regression {opts.max_regression}: a limit must be above 0, e.g. 5%")
     spec = LoadSpec(requests=opts.requests, concurrency=opts.concurrency, input_len=opts.input_len,
                     output_len=opts.output_len, range_ratio=opts.range_ratio, request_rate=opts.request_rate,
                     model="sim/tiny-llama")
-    print(f"load: {spec.shape()} x {opts.repeats} repeats per launch; limit {LIMIT_PCT:g}%; "
+    print(f"load: {spec.shape()} x {opts.repeats} repeats per launch; limits "
+          + ", ".join(f"{m} {pct:g}%" for m, pct in opts.limits.items()) + "; "
           f"{'steady-state window' if opts.steady else 'whole-run (bench_serving)'} figures; "
           f"{opts.comparisons} comparisons per launches-per-side")
     total = time.perf_counter()
@@ -442,7 +467,7 @@ def main() -> int:
                 rows = interleaved(Path(tmp), name, spec, opts.cycles, opts.repeats, saved)
             if opts.steady_report:
                 steady_report(name, rows)
-            ok &= report(judge_setup(name, rows, opts), opts.comparisons)
+            ok &= report(judge_setup(name, rows, opts), opts.comparisons, opts.limits)
     print(f"total wall time {time.perf_counter() - total:.1f} s: {'all goals met' if ok else 'GOAL MISSED'}")
     return 0 if ok else 1
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import pytest
 
 from pytest_sglang.ab import ENV
+from pytest_sglang.gates.load.ab import DEFAULT_LOAD, load_fields
 from pytest_sglang.loadgen import LoadSpec
 from pytest_sglang.plugin.options import OPTIONS
 
@@ -40,11 +41,17 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     shape = p.add_argument_group("the load of each launch (LoadSpec fields)")
-    shape.add_argument("--requests", type=int, default=64)
-    shape.add_argument("--concurrency", type=int, default=None, help="default 8 unless --request-rate is given")
+    shape.add_argument("--requests", type=int, default=DEFAULT_LOAD["requests"],
+                       help="requests per launch (default %(default)s: a p99 needs at least 100, below it is "
+                            "'cannot judge')")
+    shape.add_argument("--concurrency", type=int, default=None,
+                       help=f"default {DEFAULT_LOAD['concurrency']} unless --request-rate is given")
     shape.add_argument("--request-rate", type=float, default=None)
-    shape.add_argument("--input-len", type=int, default=1024)
-    shape.add_argument("--output-len", type=int, default=128)
+    shape.add_argument("--input-len", type=int, default=DEFAULT_LOAD["input_len"])
+    shape.add_argument("--output-len", type=int, default=DEFAULT_LOAD["output_len"])
+    shape.add_argument("--range-ratio", type=float, default=DEFAULT_LOAD["range_ratio"],
+                       help="lengths drawn from [ratio*len, len] (bench_serving's --random-range-ratio; default "
+                            "%(default)s: equal lengths run a burst in lock-step waves and make its p99 TTFT noisy)")
     shape.add_argument("--dataset", default="random-ids")
     shape.add_argument("--warmup", type=int, default=1)
     shape.add_argument("--seed", type=int, default=42, help="the prompts' seed (pair i uses seed + i)")
@@ -74,12 +81,12 @@ class _Verdict:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
-    fields: dict[str, object] = {"requests": args.requests, "input_len": args.input_len,
-                                 "output_len": args.output_len, "dataset": args.dataset, "warmup": args.warmup,
-                                 "seed": args.seed}
-    if args.request_rate is not None:
-        fields["request_rate"] = args.request_rate
-    fields["concurrency"] = args.concurrency if args.concurrency is not None or args.request_rate else 8
+    given: dict[str, object] = {"requests": args.requests, "input_len": args.input_len,
+                                "output_len": args.output_len, "range_ratio": args.range_ratio,
+                                "dataset": args.dataset, "warmup": args.warmup, "seed": args.seed}
+    given.update({name: value for name, value in (("request_rate", args.request_rate),
+                                                  ("concurrency", args.concurrency)) if value is not None})
+    fields = load_fields(given)
     try:
         LoadSpec(**fields)  # type: ignore[arg-type]
     except (TypeError, ValueError) as exc:

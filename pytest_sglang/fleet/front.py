@@ -97,9 +97,9 @@ class GatewayFront:
         """The status code of the gateway's ``GET /health``."""
         return self.gateway.health(timeout_s)
 
-    def metrics(self) -> dict[str, list[promtext.Sample]]:
+    def metrics(self, timeout_s: float | None = None) -> dict[str, list[promtext.Sample]]:
         """``/metrics`` on the gateway's address, parsed (each worker's: ``worker(i).metrics()``)."""
-        return self.gateway.metrics()
+        return self.gateway.metrics(timeout_s)
 
     def log_tail(self, n: int = 30) -> list[str]:
         """The last ``n`` lines of the launched gateway's log, secrets masked (empty when attached)."""

@@ -114,16 +114,16 @@ class WorkerHandle:
         """The status code of the worker's own ``GET /health``."""
         return self._direct().health()
 
-    def metrics(self) -> dict[str, list[promtext.Sample]]:
-        """The worker's own ``/metrics``, parsed."""
-        return self._direct().metrics()
+    def metrics(self, timeout_s: float | None = None) -> dict[str, list[promtext.Sample]]:
+        """The worker's own ``/metrics``, parsed (``timeout_s`` bounds the read)."""
+        return self._direct().metrics(timeout_s)
 
-    def metrics_or_why(self) -> dict[str, list[promtext.Sample]] | str:
+    def metrics_or_why(self, timeout_s: float | None = None) -> dict[str, list[promtext.Sample]] | str:
         """:meth:`metrics`, or in words why they cannot be read (a gate notes it and goes on)."""
         if self.server is None:
             return f"{self.unreachable or 'not reachable from here'}: its /metrics cannot be read"
         try:
-            return self.server.metrics()
+            return self.server.metrics(timeout_s)
         except SGLangError as exc:
             return f"GET /metrics failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
 

@@ -47,7 +47,8 @@ class ABRunner:
         """Launch A and B in turn, one load per launch; record and return the A/B outcome.
 
         Args:
-            spec: the load of each launch (or give ``LoadSpec`` fields); pair ``i`` uses ``seed + i``.
+            spec: the load of each launch (or give ``LoadSpec`` fields over the A/B's default load,
+                ``gates.load.ab.DEFAULT_LOAD``: 128 requests, lengths drawn); pair ``i`` uses ``seed + i``.
             launch_b: B's launch args (default ``--sglang-ab-launch``, else A's: an A/A run).
             launches: launches per side (default ``--sglang-ab-launches``).
             order: ``random`` or ``alternate`` (default ``--sglang-ab-order``).
@@ -70,7 +71,7 @@ class ABRunner:
         settings: Settings = self._request.config.stash[SETTINGS_KEY]
         if spec is None:
             try:
-                spec = _spec(fields)
+                spec = _spec(ab.load_fields(fields))
             except (TypeError, ValueError) as exc:
                 pytest.fail(f"sglang_ab(): {str(exc).replace('sglang_load()', 'sglang_ab()')}", pytrace=False)
         elif fields:

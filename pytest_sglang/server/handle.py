@@ -89,10 +89,10 @@ class SGLangServer:
         """None: no gateway lists facts about a lone server (its own are in :meth:`info`)."""
         return None
 
-    def metrics_or_why(self) -> dict[str, list[promtext.Sample]] | str:
-        """:meth:`metrics`, or the first line of why they cannot be read."""
+    def metrics_or_why(self, timeout_s: float | None = None) -> dict[str, list[promtext.Sample]] | str:
+        """:meth:`metrics` (read within ``timeout_s`` when given), or the first line of why they cannot be read."""
         try:
-            return self.metrics()
+            return self.metrics(timeout_s)
         except SGLangError as exc:
             return str(exc).splitlines()[0]
 
@@ -130,9 +130,9 @@ class SGLangServer:
         with self.client(timeout=httpx.Timeout(timeout_s, connect=5.0)) as client:
             return self._get(client, "/health").status_code
 
-    def metrics(self) -> dict[str, list[promtext.Sample]]:
-        """``/metrics`` parsed (prometheus_client's parser), keyed by sample name."""
-        with self.client() as client:
+    def metrics(self, timeout_s: float | None = None) -> dict[str, list[promtext.Sample]]:
+        """``/metrics`` parsed (prometheus_client's parser), keyed by sample name; ``timeout_s`` bounds the read."""
+        with self.client(timeout=timeout_s) as client:
             response = self._get(client, "/metrics")
         if response.status_code == 404:
             raise ServerUnavailable(f"{self.describe()}: GET /metrics answered 404: metrics are disabled.\n"

@@ -44,8 +44,11 @@ class Member(Protocol):
     def label(self) -> str | None:
         """``worker 1 (URL)`` for a fleet's worker; None for a lone server (its records keep plain names)."""
 
-    def metrics_or_why(self) -> dict[str, list[Sample]] | str:
-        """Its own ``/metrics``, parsed, or in words why they cannot be read (a gate notes it and goes on)."""
+    def metrics_or_why(self, timeout_s: float | None = None) -> dict[str, list[Sample]] | str:
+        """Its own ``/metrics``, parsed, or in words why they cannot be read (a gate notes it and goes on).
+
+        ``timeout_s`` bounds the read (a caller with a deadline passes what is left of it).
+        """
 
     def fact(self, name: str) -> str | None:
         """What the gateway lists about it (smg 1.x labels: ``tp_size``, ``version``...); None for a lone server."""

@@ -63,6 +63,10 @@ def save(path: Path, cycles: int, noise: float, seed: int = 3, requests: int = 2
     (("--range-ratio", "1.5"), "--range-ratio 1.5: give a ratio in (0, 1]"),
     (("--request-rate", "-1"), "--request-rate -1.0: give requests per second > 0"),
     (("--request-rate", "nan"), "--request-rate nan: give requests per second > 0"),
+    (("--max-regression", "five"), "--max-regression five: cannot read 'five'"),
+    (("--max-regression", "0%"), "--max-regression 0%: a limit must be above 0"),
+    (("--max-regression", "output_throughput:5%"), "no limit for p99_ttft_ms"),
+    (("--max-regression", "tput:5%,p99_ttft_ms:10%"), "--max-regression tput:5%,p99_ttft_ms:10%"),
 ])
 def test_bad_values_are_usage_errors_naming_the_option(bench: ModuleType, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str], tmp_path: Path,
@@ -89,7 +93,8 @@ def test_quiet_launches_meet_every_goal_with_few_launches(bench: ModuleType, mon
     assert "A/A false alarms 0/" in out
     needed = int(out.split("launches per side needed: ")[1].split(";")[0])
     assert needed <= 3, out
-    assert "statistical minimum for the noise measured 2" in out
+    assert "statistical minimum for the noise measured: 2 to see the injected changes" in out
+    assert "for every goal: needed" in out
     assert "x one load run" in out
     assert "fewer than --comparisons 100: 28 distinct draws of 8 cycles" in out  # N=2: C(8, 2) = 28
 
@@ -139,3 +144,16 @@ def test_steady_window_of_a_single_burst_is_stated_empty(bench: ModuleType) -> N
     win, figures = bench.steady_metrics(recs, 0.3)
     assert win.empty and figures == {}
     assert "no steady state" in win.text()
+
+
+def test_a_limit_per_figure_judges_each_at_its_own(bench: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # +20 % p99 TTFT under a 25 % limit is within it: never detected, and the line names both limits.
+    save(tmp_path / "single.jsonl", cycles=6, noise=0.005)
+    code = run(bench, monkeypatch, "--runs-dir", str(tmp_path), "--judge-only", "--setups", "single",
+               "--per-side", "3", "--max-regression", "output_throughput:5%,p99_ttft_ms:25%")
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "limits output_throughput 5%, p99_ttft_ms 25%" in out
+    line = next(x for x in out.splitlines() if "N=3 per side" in x)
+    assert "p99 TTFT +20% 0/20" in line and "throughput -10% 20/20" in line, line

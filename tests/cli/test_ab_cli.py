@@ -38,6 +38,8 @@ def test_too_few_launches_exit_3_cannot_judge(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("argv", "words"), [
     (("--requests", "0"), "requests"),
     (("--requests", "x"), "invalid int value: 'x'"),
+    (("--range-ratio", "2"), "range_ratio"),
+    (("--range-ratio", "x"), "invalid float value: 'x'"),
     (("--sglang-ab-launches=1",), "--sglang-ab-launches"),
     (("--sglang-ab-launch=--model-path M --tp-szie 2",), "--tp-szie -> --tp-size"),
 ])
@@ -49,6 +51,11 @@ def test_bad_input_exits_2_before_anything_starts(tmp_path: Path, argv: tuple[st
 
 def test_the_suite_reads_its_load_from_the_environment() -> None:
     assert load_spec({"PYTEST_SGLANG_AB_LOAD": '{"requests": 5, "concurrency": 2}'}).requests == 5
-    assert load_spec({}).requests == 64
+    # The default load is large enough for the default limits' p99 (100 requests), lengths drawn.
+    default = load_spec({})
+    assert default.requests >= 100 and default.range_ratio < 1 and default.concurrency == 8
+    # a rate without a concurrency is sent uncapped, as bench_serving's --request-rate alone
+    assert load_spec({"PYTEST_SGLANG_AB_LOAD": '{"request_rate": 4}'}).concurrency is None
+    assert load_spec({"PYTEST_SGLANG_AB_LOAD": '{"request_rate": 4, "concurrency": 2}'}).concurrency == 2
     with pytest.raises(ValueError, match="PYTEST_SGLANG_AB_LOAD='\\[1\\]': not a JSON object"):
         load_spec({"PYTEST_SGLANG_AB_LOAD": "[1]"})

@@ -43,6 +43,26 @@ METRICS: dict[str, bool] = {"output_throughput": True, "median_ttft_ms": False, 
                             "median_itl_ms": False}
 #: More launches per side than this is a typo, not a plan (each is a full server start).
 MAX_LAUNCHES = 1000
+#: Each launch's load unless the run gives one (the fixture's fields and the command's flags override
+#: it field by field): the bench_serving shape (1024 in, 128 out). 128 requests: the default metrics
+#: judge a p99, which needs at least 100 (below, it is "cannot judge" whatever its change). Lengths
+#: drawn from [0.5 len, len] (bench_serving's --random-range-ratio): equal lengths finish together and
+#: run a burst in lock-step waves, whose p99 TTFT is one request's fate (measured on the simulator: 47 %
+#: CV over loads with equal lengths, 10.5 % drawn; docs/reports.md).
+DEFAULT_LOAD: Mapping[str, int | float] = {"requests": 128, "concurrency": 8, "input_len": 1024,
+                                           "output_len": 128, "range_ratio": 0.5}
+
+
+def load_fields(given: Mapping[str, object]) -> dict[str, object]:
+    """The ``LoadSpec`` fields of an A/B launch: :data:`DEFAULT_LOAD` with ``given`` over it.
+
+    A request rate given without a concurrency sends at that rate uncapped (bench_serving's
+    ``--request-rate`` without ``--max-concurrency``), not capped at the default's 8.
+    """
+    fields: dict[str, object] = {**DEFAULT_LOAD, **given}
+    if given.get("request_rate") is not None and "concurrency" not in given:
+        fields["concurrency"] = None
+    return fields
 
 #: ``load(handle, spec) -> LoadResult``: the plugin passes its run-wide-locked runner, the CLI run_load.
 LoadFn = Callable[[Handle, LoadSpec], LoadResult]

@@ -40,8 +40,10 @@ _FIX_LEAK = ("a request whose client went away still holds its slot and KV: SGLa
              "version, and that a proxy or gateway in front closes the upstream connection when the client does")
 
 Metrics = dict[str, list[Sample]]
-#: One server's /metrics: parsed, or why it cannot be read.
-Reader = Callable[[], "Metrics | str"]
+#: One server's /metrics read within the seconds given (None: the client's own timeout): parsed, or why not.
+Reader = Callable[[float | None], "Metrics | str"]
+#: The least time a poll's read is given, even at the deadline: the last reading must be able to answer.
+MIN_READ_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -64,9 +66,9 @@ def targets(server: Handle) -> dict[str, Reader]:
     return {member.label() or server.url: member.metrics_or_why for member in server.members()}
 
 
-def read_gauges(reader: Reader) -> Gauges:
+def read_gauges(reader: Reader, timeout_s: float | None = None) -> Gauges:
     """The two gauges now, summed over ranks (the KV one: ``kv_used_tokens``, else ``token_usage``)."""
-    got = reader()
+    got = reader(timeout_s)
     if isinstance(got, str):
         return Gauges(None, None, KV_USED, got)
     kv_name = KV_USED if metrics_text.value(got, KV_USED) is not None else USAGE
@@ -82,22 +84,29 @@ def idle(readers: dict[str, Reader]) -> dict[str, Gauges]:
 
 def wait_drained(readers: dict[str, Reader], before: dict[str, Gauges],
                  max_drain_s: float) -> dict[str, tuple[Gauges, float]]:
-    """Poll every server until it is back at its idle gauges or ``max_drain_s`` passes: (last reading, seconds)."""
+    """Poll every server until it is back at its idle gauges or ``max_drain_s`` passes: (last reading, seconds).
+
+    One deadline: each read gets what is left of ``max_drain_s`` (at least :data:`MIN_READ_S`), and a
+    server still pending at the deadline is judged on its last reading, not read again: the wait ends by
+    ``max_drain_s`` plus one short read per server, whatever the HTTP client's own timeout.
+    """
     start = time.monotonic()
+    deadline = start + max_drain_s
     out: dict[str, tuple[Gauges, float]] = {}
+    last: dict[str, Gauges] = {}
     pending = dict(readers)
     while True:
         for name, reader in list(pending.items()):
-            now = read_gauges(reader)
+            now = last[name] = read_gauges(reader, max(deadline - time.monotonic(), MIN_READ_S))
             if now.within(before[name]) or now.why or before[name].why:
                 out[name] = (now, time.monotonic() - start)
                 del pending[name]
-        if not pending or time.monotonic() - start >= max_drain_s:
+        if not pending or time.monotonic() >= deadline:
             break
-        time.sleep(POLL_S)
+        time.sleep(min(POLL_S, max(deadline - time.monotonic(), 0.0)))
     waited = time.monotonic() - start
-    for name, reader in pending.items():
-        out[name] = (read_gauges(reader), waited)
+    for name in pending:
+        out[name] = (last[name], waited)
     return out
 
 

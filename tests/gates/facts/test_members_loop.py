@@ -58,7 +58,7 @@ class FakeMember:
     def label(self) -> str:
         return self.name
 
-    def metrics_or_why(self) -> str:
+    def metrics_or_why(self, timeout_s: float | None = None) -> str:
         return "not read"
 
     def fact(self, name: str) -> None:
