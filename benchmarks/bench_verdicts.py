@@ -72,7 +72,7 @@ from pytest_sglang.loadgen import LoadSpec, run_load
 from pytest_sglang.loadgen.measure.launch_noise import launches_needed
 from pytest_sglang.loadgen.measure.record import RequestRecord
 from pytest_sglang.loadgen.measure.steady import steady_metrics
-from pytest_sglang.report.baseline import parse_limits
+from pytest_sglang.report.baseline import paired_limits
 from pytest_sglang.simulator import Simulator
 from pytest_sglang.sockets import free_port
 
@@ -434,18 +434,14 @@ def main() -> int:
     if any(n < 2 for n in opts.per_side):
         parser.error(f"--per-side {opts.per_side}: a paired verdict needs at least 2 launches per side")
     try:
-        limits = parse_limits(opts.max_regression).per_metric
+        limits = paired_limits(opts.max_regression, [m for m, *_ in JUDGED], "--max-regression")
     except ConfigError as exc:
         parser.error(f"--max-regression {opts.max_regression}: {exc.problem}; {exc.fix}")
-    bare = "," not in opts.max_regression and ":" not in opts.max_regression
     missing = [m for m, *_ in JUDGED if m not in limits]
-    if missing and not bare:
+    if missing:
         parser.error(f"--max-regression {opts.max_regression}: no limit for {', '.join(missing)}; give one for "
                      f"each judged figure ({', '.join(m for m, *_ in JUDGED)}) or a bare percentage")
-    pct = next(iter(limits.values()))
-    opts.limits = {m: limits.get(m, pct) for m, *_ in JUDGED}
-    if any(v <= 0 for v in opts.limits.values()):
-        parser.error(f"--max-regression {opts.max_regression}: a limit must be above 0, e.g. 5%")
+    opts.limits = {m: limits[m] for m, *_ in JUDGED}
     spec = LoadSpec(requests=opts.requests, concurrency=opts.concurrency, input_len=opts.input_len,
                     output_len=opts.output_len, range_ratio=opts.range_ratio, request_rate=opts.request_rate,
                     model="sim/tiny-llama")

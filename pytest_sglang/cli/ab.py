@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import pytest
 
 from pytest_sglang.ab import ENV
+from pytest_sglang.errors import ConfigError
 from pytest_sglang.gates.load.ab import DEFAULT_LOAD, load_fields
 from pytest_sglang.loadgen import LoadSpec
 from pytest_sglang.plugin.options import OPTIONS
@@ -40,22 +41,43 @@ def build_parser() -> argparse.ArgumentParser:
         "and the reports (docs/reports.md, \"Interleaved A/B\").",
         epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    shape = p.add_argument_group("the load of each launch (LoadSpec fields)")
-    shape.add_argument("--requests", type=int, default=DEFAULT_LOAD["requests"],
-                       help="requests per launch (default %(default)s: a p99 needs at least 100, below it is "
-                            "'cannot judge')")
-    shape.add_argument("--concurrency", type=int, default=None,
+    # No argparse defaults: only the flags given go to the suite, which puts them over DEFAULT_LOAD (one merge).
+    shape = p.add_argument_group("the load of each launch (LoadSpec fields; unset ones: the A/B's default load)",
+                                 argument_default=argparse.SUPPRESS)
+    shape.add_argument("--requests", type=int,
+                       help=f"requests per launch (default {DEFAULT_LOAD['requests']}: a p99 needs at least 100, "
+                            "below it is 'cannot judge')")
+    shape.add_argument("--concurrency", type=int,
                        help=f"default {DEFAULT_LOAD['concurrency']} unless --request-rate is given")
-    shape.add_argument("--request-rate", type=float, default=None)
-    shape.add_argument("--input-len", type=int, default=DEFAULT_LOAD["input_len"])
-    shape.add_argument("--output-len", type=int, default=DEFAULT_LOAD["output_len"])
-    shape.add_argument("--range-ratio", type=float, default=DEFAULT_LOAD["range_ratio"],
-                       help="lengths drawn from [ratio*len, len] (bench_serving's --random-range-ratio; default "
-                            "%(default)s: equal lengths run a burst in lock-step waves and make its p99 TTFT noisy)")
-    shape.add_argument("--dataset", default="random-ids")
-    shape.add_argument("--warmup", type=int, default=1)
-    shape.add_argument("--seed", type=int, default=42, help="the prompts' seed (pair i uses seed + i)")
+    shape.add_argument("--request-rate", type=float, help="requests per second (default: all at once)")
+    shape.add_argument("--input-len", type=int, help=f"default {DEFAULT_LOAD['input_len']}")
+    shape.add_argument("--output-len", type=int, help=f"default {DEFAULT_LOAD['output_len']}")
+    shape.add_argument("--range-ratio", type=float,
+                       help=f"lengths drawn from [ratio*len, len] (bench_serving's --random-range-ratio; default "
+                            f"{DEFAULT_LOAD['range_ratio']}: equal lengths run a burst in lock-step waves and make "
+                            "its p99 TTFT noisy)")
+    shape.add_argument("--dataset", help="default random-ids")
+    shape.add_argument("--warmup", type=int, help="default 1")
+    shape.add_argument("--seed", type=int, help="the prompts' seed (pair i uses seed + i; default 42)")
     return p
+
+
+#: The LoadSpec fields the command's flags set (argparse's dest is the field name).
+LOAD_FLAGS = ("requests", "concurrency", "request_rate", "input_len", "output_len", "range_ratio", "dataset",
+              "warmup", "seed")
+
+
+def given_load(args: argparse.Namespace) -> dict[str, object]:
+    """The LoadSpec fields of the flags given, checked over the default load; errors name the flag."""
+    given: dict[str, object] = {name: value for name, value in vars(args).items() if name in LOAD_FLAGS}
+    try:
+        LoadSpec(**load_fields(given))  # type: ignore[arg-type]  # LoadSpec checks each value
+    except ConfigError as exc:
+        field = exc.source.removeprefix("LoadSpec.")
+        if field not in given:
+            raise
+        raise ConfigError(f"--{field.replace('_', '-')}", exc.value, exc.problem, exc.fix) from None
+    return given
 
 
 def _epilog() -> str:
@@ -81,17 +103,11 @@ class _Verdict:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
-    given: dict[str, object] = {"requests": args.requests, "input_len": args.input_len,
-                                "output_len": args.output_len, "range_ratio": args.range_ratio,
-                                "dataset": args.dataset, "warmup": args.warmup, "seed": args.seed}
-    given.update({name: value for name, value in (("request_rate", args.request_rate),
-                                                  ("concurrency", args.concurrency)) if value is not None})
-    fields = load_fields(given)
     try:
-        LoadSpec(**fields)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
+        given = given_load(args)
+    except (TypeError, ValueError) as exc:  # ConfigError, reworded for the flag, or LoadSpec's own
         parser.error(str(exc))
-    os.environ[ENV] = json.dumps(fields)
+    os.environ[ENV] = json.dumps(given)
     verdict = _Verdict()
     # This command imported pytest_sglang before pytest started: pytest would warn that it cannot rewrite
     # its asserts, which the suite does not use.

@@ -67,13 +67,15 @@ class ABRunner:
         from pytest_sglang.plugin.keys import SETTINGS_KEY
         from pytest_sglang.plugin.load_runner import _spec
         from pytest_sglang.plugin.results import record
+        from pytest_sglang.report.baseline import paired_limits
 
         settings: Settings = self._request.config.stash[SETTINGS_KEY]
         if spec is None:
             try:
                 spec = _spec(ab.load_fields(fields))
             except (TypeError, ValueError) as exc:
-                pytest.fail(f"sglang_ab(): {str(exc).replace('sglang_load()', 'sglang_ab()')}", pytrace=False)
+                raise pytest.fail.Exception(
+                    f"sglang_ab(): {str(exc).replace('sglang_load()', 'sglang_ab()')}", pytrace=False) from None
         elif fields:
             pytest.fail("sglang_ab(): give either a LoadSpec or LoadSpec fields, not both", pytrace=False)
         n = settings.sglang_ab_launches if launches is None else launches
@@ -83,12 +85,12 @@ class ABRunner:
             ab.check_plan(n, how, source="sglang_ab(launches=...)" if launches is not None else "--sglang-ab-launches",
                           order_source="sglang_ab(order=...)" if order is not None else "--sglang-ab-order")
             _check_keywords(seed=run_seed, alpha=alpha, power=power, timeout_s=timeout_s)
-            limits = _limits(max_regression if max_regression is not None else settings.sglang_ab_max_regression,
-                             "sglang_ab(max_regression=...)" if max_regression is not None
-                             else "--sglang-ab-max-regression")
+            limits = paired_limits(
+                max_regression if max_regression is not None else settings.sglang_ab_max_regression, tuple(ab.METRICS),
+                "sglang_ab(max_regression=...)" if max_regression is not None else "--sglang-ab-max-regression")
             a, b = self._sides(settings, launch_b)
         except SGLangError as exc:
-            pytest.fail(redaction.scrub(str(exc)), pytrace=False)
+            raise pytest.fail.Exception(redaction.scrub(str(exc)), pytrace=False) from None
         deadline = timeout_s if timeout_s is not None else 2 * n * (
             settings.sglang_startup_timeout + (settings.sglang_load_timeout or LOAD_BUDGET_S))
         same = (a.config, a.fleet) == (b.config, b.fleet)
@@ -102,7 +104,8 @@ class ABRunner:
             run = ab.run_ab(a, b, spec, self._load, launches=n, order=how, seed=run_seed, deadline_s=deadline,
                             metrics=tuple(limits), say=write)
         except SGLangError as exc:
-            pytest.fail(redaction.scrub(f"sglang_ab could not measure: {type(exc).__name__}: {exc}"), pytrace=False)
+            raise pytest.fail.Exception(
+                redaction.scrub(f"sglang_ab could not measure: {type(exc).__name__}: {exc}"), pytrace=False) from None
         verdicts = ab.judge_run(run, limits, alpha=alpha, power=power)
         outcome = ab.outcome_of(run, verdicts, describe_a=_describe(a), describe_b=_describe(b) + (
             " (same as A)" if same else ""))
@@ -163,27 +166,6 @@ def _fleet(settings: Settings, gateway: tuple[str, ...] | None) -> FleetSpec | N
     from pytest_sglang.plugin.fleet_spec import fleet_spec
 
     return fleet_spec(settings, gateway) if settings.fleet else None
-
-
-def _limits(text: str | None, source: str) -> dict[str, float]:
-    """``5%`` (every A/B metric) or ``metric:pct,...`` read by the baseline's parser; errors name ``source``."""
-    from pytest_sglang.errors import ConfigError
-    from pytest_sglang.gates.load.ab import METRICS
-    from pytest_sglang.report.baseline import DEFAULT_LIMIT_PCT, parse_limits
-
-    if text is None:
-        return {m: DEFAULT_LIMIT_PCT for m in METRICS}
-    try:
-        per = parse_limits(text).per_metric
-    except ConfigError as exc:
-        raise ConfigError(source, text, exc.problem, exc.fix) from None
-    bare = "," not in text and ":" not in text
-    chosen = {m: pct for m, pct in per.items() if (m in METRICS if bare else True)}
-    for metric, pct in chosen.items():
-        if pct <= 0:
-            raise ConfigError(source, text, f"the limit of {metric} is {pct:g}%, and a change of 0 % cannot be told "
-                              "from noise", "give a limit above 0, e.g. 5%")
-    return chosen
 
 
 def _check_keywords(*, seed: object, alpha: object, power: object, timeout_s: object) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import os
 import sys
 import tempfile
@@ -256,14 +257,18 @@ class ServerPool:
             pytest.fail("sglang_server_factory cannot launch in an xdist worker (workers never launch): "
                         "run the tests that use it without -n, e.g. -p no:xdist", pytrace=False)
         base = launch_config(self.settings, self.log_dir())
+        names = [f.name for f in dataclasses.fields(base) if f.init and f.name != "args"]
+        for name in overrides:
+            if name not in names:
+                close = difflib.get_close_matches(name, names, n=1)
+                pytest.fail(f"sglang_server_factory() has no keyword {name!r}"
+                            + (f" (did you mean {close[0]!r}?)" if close else "")
+                            + f"; LaunchConfig fields: {', '.join(names)}", pytrace=False)
         try:
-            # The test's own keywords, checked by LaunchConfig itself (names here, values in __post_init__).
+            # The values, checked by LaunchConfig itself (__post_init__).
             config = dataclasses.replace(base, args=tuple(args), **overrides)  # type: ignore[arg-type]
-        except TypeError as exc:
-            fields = ", ".join(f.name for f in dataclasses.fields(base))
-            pytest.fail(f"sglang_server_factory: {exc}; valid overrides: {fields}", pytrace=False)
         except SGLangError as exc:  # e.g. ConfigError for runner="k8s"
-            pytest.fail(f"sglang_server_factory: {_describe(exc)}", pytrace=False)
+            raise pytest.fail.Exception(f"sglang_server_factory: {_describe(exc)}", pytrace=False) from None
         if config in self._factory_errors:
             raise self._factory_errors[config].with_traceback(None)  # the same failure: not retried
         try:

@@ -128,6 +128,27 @@ def parse_limits(text: str | None) -> Limits:
     return Limits(per)
 
 
+def paired_limits(text: str | None, metrics: Sequence[str], option: str) -> dict[str, float]:
+    """The limits of a paired (A/B) verdict: ``5%`` covers ``metrics``, ``metric:pct,...`` names its own.
+
+    Read by :func:`parse_limits`, errors naming ``option``; every limit is above 0, as a paired verdict
+    cannot tell a change of 0 % from noise.
+    """
+    if text is None:
+        return {m: DEFAULT_LIMIT_PCT for m in metrics}
+    try:
+        per = parse_limits(text).per_metric
+    except ConfigError as exc:
+        raise ConfigError(option, text, exc.problem, exc.fix) from None
+    bare = "," not in text and ":" not in text
+    chosen = {m: next(iter(per.values())) for m in metrics} if bare else dict(per)
+    for metric, pct in chosen.items():
+        if pct <= 0:
+            raise ConfigError(option, text, f"the limit of {metric} is {pct:g}%, and a change of 0 % cannot be told "
+                              "from noise", "give a limit above 0, e.g. 5%")
+    return chosen
+
+
 def metric_name(name: str, text: str = "") -> str:
     """The figure ``name`` means: itself, or a marker keyword's figure; an unknown name is an error."""
     if name in KNOWN_METRICS:

@@ -24,7 +24,14 @@ from pytest_sglang import defaults, redaction
 from pytest_sglang.errors import ConfigError, LaunchConfigError
 from pytest_sglang.server.options import docker as docker_options
 from pytest_sglang.server.options.ray import RayOptions
-from pytest_sglang.sglang.args import LaunchArgs, command_flags, display_argv, display_launch, parse_launch_args
+from pytest_sglang.sglang.args import (
+    LaunchArgs,
+    command_flags,
+    display_argv,
+    display_launch,
+    display_text,
+    parse_launch_args,
+)
 from pytest_sglang.sockets import free_port
 
 RUNNERS = defaults.RUNNERS
@@ -138,6 +145,7 @@ class LaunchConfig:
 
     def __post_init__(self) -> None:
         """Freeze sequences, validate fields, parse the launch args once and register their secrets."""
+        self._check_types()
         # Accept lists from callers but keep the dataclass hashable and truly frozen.
         object.__setattr__(self, "args", tuple(self.args))
         if self.command is not None:
@@ -149,6 +157,49 @@ class LaunchConfig:
         object.__setattr__(self, "launch_args", self._parse())
         # Registered before anything can print this config (an error, a log line, a failing assert).
         redaction.register(*self.secrets)
+
+    def _check_types(self) -> None:
+        """Each field's type, before any is used: a wrong one is named here, not a TypeError from deep inside."""
+        owner = "LaunchConfig"
+
+        def wrong(name: str, value: object, expected: str, fix: str) -> LaunchConfigError:
+            # Never the value of a field that may hold a secret (a key, a token in env, --api-key in args).
+            shown = display_text(value) if isinstance(value, str) and name in ("args", "command") else (
+                f"<{type(value).__name__}>" if name in ("args", "command", "env", "api_key") else value)
+            return LaunchConfigError(owner, name, shown, f"expected {expected}, got {type(value).__name__}", fix)
+
+        for name in ("args", "command"):
+            value = getattr(self, name)
+            if value is None and name == "command":
+                continue
+            if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) \
+                    or not all(isinstance(item, str) for item in value):
+                raise wrong(name, value, "a sequence of strings (one per argv token)",
+                            "give {name} a list such as ['--model-path', 'M'] (shlex.split a command line)")
+        for name in ("runner", "validate"):
+            if not isinstance(getattr(self, name), str):
+                raise wrong(name, getattr(self, name), "a string", "give {name} one of the names listed in its docs")
+        for name in ("python", "api_key"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise wrong(name, getattr(self, name), "a string or None", "give {name} a string, or leave it out")
+        if isinstance(self.env, (str, bytes)) or not isinstance(self.env, Iterable) or not all(
+                isinstance(pair, Sequence) and not isinstance(pair, str) and len(pair) == 2
+                and all(isinstance(part, str) for part in pair) for pair in self.env):
+            raise wrong("env", self.env, "(name, value) pairs of strings",
+                        "give {name} e.g. (('HF_HOME', '/models'),), or dict(...).items()")
+        for name in ("startup_timeout_s", "host_memory_reserve_gb"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
+                    or value in (float("inf"), float("-inf")):
+                raise wrong(name, value, "a finite number", "give {name} a number, e.g. 1800 or 10")
+        if not isinstance(self.preflight, bool):
+            raise wrong("preflight", self.preflight, "True or False", "give {name} True (default) or False")
+        if self.log_dir is not None and not isinstance(self.log_dir, (str, Path)):
+            raise wrong("log_dir", self.log_dir, "a path or None", "give {name} a directory path")
+        if self.docker is not None and not isinstance(self.docker, DockerOptions):
+            raise wrong("docker", self.docker, "DockerOptions or None", "give {name} DockerOptions(image=...)")
+        if self.ray is not None and not isinstance(self.ray, RayOptions):
+            raise wrong("ray", self.ray, "RayOptions or None", "give {name} RayOptions(ray_address=...)")
 
     def _check(self) -> None:
         owner = "LaunchConfig"

@@ -64,7 +64,7 @@ def save(path: Path, cycles: int, noise: float, seed: int = 3, requests: int = 2
     (("--request-rate", "-1"), "--request-rate -1.0: give requests per second > 0"),
     (("--request-rate", "nan"), "--request-rate nan: give requests per second > 0"),
     (("--max-regression", "five"), "--max-regression five: cannot read 'five'"),
-    (("--max-regression", "0%"), "--max-regression 0%: a limit must be above 0"),
+    (("--max-regression", "0%"), "--max-regression 0%: the limit of output_throughput is 0%"),
     (("--max-regression", "output_throughput:5%"), "no limit for p99_ttft_ms"),
     (("--max-regression", "tput:5%,p99_ttft_ms:10%"), "--max-regression tput:5%,p99_ttft_ms:10%"),
 ])

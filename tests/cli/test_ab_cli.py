@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from pytest_sglang.ab import load_spec
+from pytest_sglang.cli.ab import build_parser, given_load
+from pytest_sglang.gates.load.ab import DEFAULT_LOAD
 
 A = "--model-path sim/tiny-llama --sim-profile tiny --sim-time-scale 0.05 --sim-decode-step-ms 1000"
 SHAPE = ("--requests", "16", "--concurrency", "8", "--input-len", "16", "--output-len", "32", "--warmup", "0")
@@ -36,9 +39,9 @@ def test_too_few_launches_exit_3_cannot_judge(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("argv", "words"), [
-    (("--requests", "0"), "requests"),
+    (("--requests", "0"), "--requests=0: "),
     (("--requests", "x"), "invalid int value: 'x'"),
-    (("--range-ratio", "2"), "range_ratio"),
+    (("--range-ratio", "2"), "--range-ratio=2.0: must be between 0 and 1"),
     (("--range-ratio", "x"), "invalid float value: 'x'"),
     (("--sglang-ab-launches=1",), "--sglang-ab-launches"),
     (("--sglang-ab-launch=--model-path M --tp-szie 2",), "--tp-szie -> --tp-size"),
@@ -59,3 +62,12 @@ def test_the_suite_reads_its_load_from_the_environment() -> None:
     assert load_spec({"PYTEST_SGLANG_AB_LOAD": '{"request_rate": 4, "concurrency": 2}'}).concurrency == 2
     with pytest.raises(ValueError, match="PYTEST_SGLANG_AB_LOAD='\\[1\\]': not a JSON object"):
         load_spec({"PYTEST_SGLANG_AB_LOAD": "[1]"})
+
+
+def test_only_the_flags_given_go_to_the_suite_which_puts_them_over_the_default_load() -> None:
+    args, _ = build_parser().parse_known_args(["--requests", "200", "--request-rate", "4", "--sglang-x"])
+    given = given_load(args)
+    assert given == {"requests": 200, "request_rate": 4.0}
+    spec = load_spec({"PYTEST_SGLANG_AB_LOAD": json.dumps(given)})
+    assert (spec.requests, spec.request_rate, spec.concurrency) == (200, 4.0, None)
+    assert (spec.input_len, spec.range_ratio) == (DEFAULT_LOAD["input_len"], DEFAULT_LOAD["range_ratio"])

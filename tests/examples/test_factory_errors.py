@@ -32,3 +32,11 @@ def test_crash_is_catchable(sglang_server_factory):
 
 def test_crash_uncaught_is_a_failure(sglang_server_factory):
     sglang_server_factory(CRASH)
+
+
+def test_a_bad_override_fails_with_its_message_once(sglang_server_factory):
+    sglang_server_factory(TINY, startup_timout_s=5)
+
+
+def test_a_bad_override_value_fails_with_its_message_once(sglang_server_factory):
+    sglang_server_factory(TINY, runner="k8s")

@@ -15,7 +15,7 @@ from pytest_sglang.loadgen import LoadResult, LoadSpec
 from pytest_sglang.loadgen.measure.launch_noise import CANNOT_JUDGE, PASSED, REGRESSED
 from pytest_sglang.loadgen.measure.record import RequestRecord
 from pytest_sglang.report import baseline, html, json_report, markdown, terminal
-from pytest_sglang.report.baseline import open_baseline, parse_limits
+from pytest_sglang.report.baseline import open_baseline, paired_limits, parse_limits
 from pytest_sglang.report.baseline_launches import load_launches
 
 SPEC = LoadSpec(requests=200, concurrency=16, input_len=64, output_len=16)
@@ -169,3 +169,15 @@ def _rendered(built: dict[str, Any]) -> list[str]:
 
 def test_limits_still_parse_as_before() -> None:
     assert parse_limits("output_throughput:10%").per_metric == {"output_throughput": 10.0}
+
+
+def test_paired_limits_cover_the_metrics_given_and_name_the_option_in_errors() -> None:
+    judged = ("output_throughput", "p99_ttft_ms")
+    assert paired_limits(None, judged, "--opt") == {"output_throughput": 5.0, "p99_ttft_ms": 5.0}
+    assert paired_limits("7%", judged, "--opt") == {"output_throughput": 7.0, "p99_ttft_ms": 7.0}
+    assert paired_limits("min_output_tok_s:3%,max_ttft_ms_p99:20%", judged, "--opt") == {
+        "output_throughput": 3.0, "p99_ttft_ms": 20.0}
+    with pytest.raises(ConfigError, match=r"^--opt='0%': the limit of output_throughput is 0%.*Fix: give a limit"):
+        paired_limits("0%", judged, "--opt")
+    with pytest.raises(ConfigError, match=r"^--opt='ouput_throughput:5%': unknown metric.*did you mean output_t"):
+        paired_limits("ouput_throughput:5%", judged, "--opt")

@@ -189,11 +189,14 @@ def test_the_sweep_kills_an_orphan_of_a_dead_owner_and_spares_a_live_one(
     try:
         wait_for(lambda: all(psutil.Process(p.pid).environ().get(RAY_OWNER_ENV) for p in (orphan, alive)),
                  what="both sleepers started")
-        swept = two_nodes.cluster.sweep()
+        # A node's sweep task waits for a Ray worker process to start; on a loaded 2-core CI machine that
+        # took over the 15 s default once, and the late task killed the orphan after its report was given up.
+        swept = two_nodes.cluster.sweep(timeout_s=120)
+        assert not any(line.startswith("could not sweep") for line in swept), swept
         assert orphan.wait(timeout=15) is not None
-        assert any(f"pid {orphan.pid} (left by Ray job 01000000, run deadrun0" in line for line in swept)
+        assert any(f"pid {orphan.pid} (left by Ray job 01000000, run deadrun0" in line for line in swept), swept
         assert alive.poll() is None
-        assert not any(f"pid {alive.pid} " in line or f"pid {on_node_b.pid} " in line for line in swept)
+        assert not any(f"pid {alive.pid} " in line or f"pid {on_node_b.pid} " in line for line in swept), swept
         assert launched(on_node_b.launch_id) and on_node_b.exit_status() is None  # a live run's server
     finally:
         for proc in (orphan, alive):
