@@ -22,6 +22,7 @@ from pytest_sglang.errors import (
     LaunchConfigError,
     PreflightError,
 )
+from pytest_sglang.fieldtypes import wrong_type
 from pytest_sglang.fleet.devices import device_blocks_for
 from pytest_sglang.fleet.discovery import Role
 from pytest_sglang.fleet.gateway import (
@@ -76,6 +77,13 @@ class FleetSpec:
 
     def __post_init__(self) -> None:
         """Check the counts and modes; errors name the field (``FleetSpec.workers``), the plugin its option."""
+        wrong = wrong_type(self)
+        if wrong is not None:  # never an args value: gateway and worker args may hold keys
+            raise _error(wrong.name, wrong.shown(("gateway_args", "gateway_command", "prefill_args", "decode_args")),
+                         wrong.problem, f"pass {{name}} {wrong.expected}")
+        for name in ("gateway_args", "prefill_args", "decode_args", "gateway_command"):
+            if getattr(self, name) is not None:  # lists accepted; kept as tuples (hashable, frozen)
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         for name in ("workers", "prefill", "decode"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:

@@ -14,6 +14,7 @@ engine's words (``LaunchConfig.runner``); the plugin re-words them for its optio
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from pytest_sglang import defaults, redaction
 from pytest_sglang.errors import ConfigError, LaunchConfigError
+from pytest_sglang.fieldtypes import wrong_type
 from pytest_sglang.server.options import docker as docker_options
 from pytest_sglang.server.options.ray import RayOptions
 from pytest_sglang.sglang.args import (
@@ -29,7 +31,6 @@ from pytest_sglang.sglang.args import (
     command_flags,
     display_argv,
     display_launch,
-    display_text,
     parse_launch_args,
 )
 from pytest_sglang.sockets import free_port
@@ -95,6 +96,10 @@ class DockerOptions:
 
     def __post_init__(self) -> None:
         """Validate every field; a bad one raises :class:`LaunchConfigError`."""
+        wrong = wrong_type(self)
+        if wrong is not None:
+            raise LaunchConfigError("DockerOptions", wrong.name, wrong.value, wrong.problem,
+                                    f"give {{name}} {wrong.expected}")
         object.__setattr__(self, "volumes", tuple(self.volumes))
         owner = "DockerOptions"
         _check(owner, "gpus", self.gpus, docker_options.gpu_device_requests, docker_options.GPUS_FIX)
@@ -116,6 +121,10 @@ def _fields_repr(obj: DockerOptions | LaunchConfig, shown: dict[str, str]) -> st
     """``Name(field=value, ...)`` like a dataclass repr, with ``shown`` replacing some values."""
     parts = [f"{f.name}={shown.get(f.name, repr(getattr(obj, f.name)))}" for f in fields(obj) if f.repr]
     return f"{type(obj).__name__}({', '.join(parts)})"
+
+
+#: LaunchConfig fields whose value is never printed in an error (a key; a token in env; --api-key in args).
+SECRET_FIELDS = ("args", "command", "env", "api_key")
 
 
 @dataclass(frozen=True, repr=False)
@@ -159,47 +168,12 @@ class LaunchConfig:
         redaction.register(*self.secrets)
 
     def _check_types(self) -> None:
-        """Each field's type, before any is used: a wrong one is named here, not a TypeError from deep inside."""
-        owner = "LaunchConfig"
-
-        def wrong(name: str, value: object, expected: str, fix: str) -> LaunchConfigError:
-            # Never the value of a field that may hold a secret (a key, a token in env, --api-key in args).
-            shown = display_text(value) if isinstance(value, str) and name in ("args", "command") else (
-                f"<{type(value).__name__}>" if name in ("args", "command", "env", "api_key") else value)
-            return LaunchConfigError(owner, name, shown, f"expected {expected}, got {type(value).__name__}", fix)
-
-        for name in ("args", "command"):
-            value = getattr(self, name)
-            if value is None and name == "command":
-                continue
-            if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) \
-                    or not all(isinstance(item, str) for item in value):
-                raise wrong(name, value, "a sequence of strings (one per argv token)",
-                            "give {name} a list such as ['--model-path', 'M'] (shlex.split a command line)")
-        for name in ("runner", "validate"):
-            if not isinstance(getattr(self, name), str):
-                raise wrong(name, getattr(self, name), "a string", "give {name} one of the names listed in its docs")
-        for name in ("python", "api_key"):
-            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
-                raise wrong(name, getattr(self, name), "a string or None", "give {name} a string, or leave it out")
-        if isinstance(self.env, (str, bytes)) or not isinstance(self.env, Iterable) or not all(
-                isinstance(pair, Sequence) and not isinstance(pair, str) and len(pair) == 2
-                and all(isinstance(part, str) for part in pair) for pair in self.env):
-            raise wrong("env", self.env, "(name, value) pairs of strings",
-                        "give {name} e.g. (('HF_HOME', '/models'),), or dict(...).items()")
-        for name in ("startup_timeout_s", "host_memory_reserve_gb"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
-                    or value in (float("inf"), float("-inf")):
-                raise wrong(name, value, "a finite number", "give {name} a number, e.g. 1800 or 10")
-        if not isinstance(self.preflight, bool):
-            raise wrong("preflight", self.preflight, "True or False", "give {name} True (default) or False")
-        if self.log_dir is not None and not isinstance(self.log_dir, (str, Path)):
-            raise wrong("log_dir", self.log_dir, "a path or None", "give {name} a directory path")
-        if self.docker is not None and not isinstance(self.docker, DockerOptions):
-            raise wrong("docker", self.docker, "DockerOptions or None", "give {name} DockerOptions(image=...)")
-        if self.ray is not None and not isinstance(self.ray, RayOptions):
-            raise wrong("ray", self.ray, "RayOptions or None", "give {name} RayOptions(ray_address=...)")
+        """Each field's type, before any is used (a string of args would be a sequence of characters)."""
+        wrong = wrong_type(self)
+        if wrong is not None:
+            fix = ("give {name} a list such as ['--model-path', 'M'] (shlex.split a command line)"
+                   if wrong.name in ("args", "command") else f"give {{name}} {wrong.expected}")
+            raise LaunchConfigError("LaunchConfig", wrong.name, wrong.shown(SECRET_FIELDS), wrong.problem, fix)
 
     def _check(self) -> None:
         owner = "LaunchConfig"
@@ -210,12 +184,13 @@ class LaunchConfig:
         if self.validate not in VALIDATE_MODES:
             raise LaunchConfigError(owner, "validate", self.validate, "expected strict, warn or off",
                                     "use {name} strict (default), warn or off")
-        if not self.startup_timeout_s > 0:
+        if not 0 < self.startup_timeout_s < math.inf:
             raise LaunchConfigError(owner, "startup_timeout_s", self.startup_timeout_s,
-                                    "must be greater than 0 seconds",
+                                    "must be a finite number of seconds > 0",
                                     "give {name} one deadline in seconds for the whole start, e.g. 1800")
-        if self.host_memory_reserve_gb < 0:
-            raise LaunchConfigError(owner, "host_memory_reserve_gb", self.host_memory_reserve_gb, "must be >= 0",
+        if not 0 <= self.host_memory_reserve_gb < math.inf:
+            raise LaunchConfigError(owner, "host_memory_reserve_gb", self.host_memory_reserve_gb,
+                                    "must be a finite number >= 0",
                                     "give {name} the host memory to keep free in decimal GB, e.g. 10")
         if self.ray is not None and self.runner == "docker":
             raise LaunchConfigError(owner, "ray", self.ray.ray_address,

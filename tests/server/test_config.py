@@ -99,12 +99,13 @@ def test_repr_never_shows_the_api_key() -> None:
         ),
         (
             {"startup_timeout_s": 0},
-            "LaunchConfig.startup_timeout_s=0: must be greater than 0 seconds. Fix: give "
+            "LaunchConfig.startup_timeout_s=0: must be a finite number of seconds > 0. Fix: give "
             "LaunchConfig(startup_timeout_s=...) one deadline",
         ),
         (
             {"host_memory_reserve_gb": -1},
-            "LaunchConfig.host_memory_reserve_gb=-1: must be >= 0. Fix: give LaunchConfig(host_memory_reserve_gb=...)",
+            "LaunchConfig.host_memory_reserve_gb=-1: must be a finite number >= 0. Fix: give "
+            "LaunchConfig(host_memory_reserve_gb=...)",
         ),
         ({"command": ()}, "LaunchConfig.command='': the command is empty. Fix: give LaunchConfig(command=...) a"),
         ({"args": ("--pp", "2")}, "LaunchConfig.args='--pp 2': SGLang would reject these launch args (ambiguous "
@@ -124,23 +125,25 @@ def test_engine_errors_name_the_field_value_and_fix(kwargs: dict[str, object], m
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"args": "--model-path m --api-key sk-in-a-string-7f"},
-     "LaunchConfig.args='--model-path m --api-key ***': expected a sequence of strings (one per argv token), "
-     "got str. Fix: give LaunchConfig(args=...) a list"),
-    ({"args": ["--model-path", 7]}, "LaunchConfig.args='<list>': expected a sequence of strings"),
-    ({"command": "python -m sglang.launch_server"}, "LaunchConfig.command='python -m sglang.launch_server': expected"),
-    ({"runner": None}, "LaunchConfig.runner=None: expected a string, got NoneType"),
+     "LaunchConfig.args='<str>': expected a list of strings (not one string), got str. Fix: give "
+     "LaunchConfig(args=...) a list such as ['--model-path', 'M'] (shlex.split a command line)"),
+    ({"args": ["--model-path", 7]}, "LaunchConfig.args='<list>': expected a list of strings"),
+    ({"command": "python -m sglang.launch_server"},
+     "LaunchConfig.command='<str>': expected a list of strings (not one string) or None, got str"),
+    ({"runner": None}, "LaunchConfig.runner=None: expected a string, got NoneType. Fix: give "
+                       "LaunchConfig(runner=...) a string"),
     ({"python": 3}, "LaunchConfig.python=3: expected a string or None, got int"),
     ({"api_key": b"sk-bytes-key-7f"}, "LaunchConfig.api_key='<bytes>': expected a string or None, got bytes"),
-    ({"env": {"HF_TOKEN": "hf_in_a_dict_7f"}}, "LaunchConfig.env='<dict>': expected (name, value) pairs of strings"),
-    ({"env": (("A",),)}, "LaunchConfig.env='<tuple>': expected (name, value) pairs"),
-    ({"startup_timeout_s": "600"}, "LaunchConfig.startup_timeout_s='600': expected a finite number, got str"),
-    ({"startup_timeout_s": float("inf")}, "LaunchConfig.startup_timeout_s=inf: expected a finite number"),
-    ({"startup_timeout_s": True}, "LaunchConfig.startup_timeout_s=True: expected a finite number, got bool"),
-    ({"host_memory_reserve_gb": float("nan")}, "LaunchConfig.host_memory_reserve_gb=nan: expected a finite number"),
+    ({"env": {"HF_TOKEN": "hf_in_a_dict_7f"}}, "LaunchConfig.env='<dict>': expected a list of (string, string) pairs"),
+    ({"env": (("A",),)}, "LaunchConfig.env='<tuple>': expected a list of (string, string) pairs, got tuple"),
+    ({"startup_timeout_s": "600"}, "LaunchConfig.startup_timeout_s='600': expected a number, got str"),
+    ({"startup_timeout_s": float("inf")}, "LaunchConfig.startup_timeout_s=inf: must be a finite number of seconds"),
+    ({"startup_timeout_s": True}, "LaunchConfig.startup_timeout_s=True: expected a number, got bool"),
+    ({"host_memory_reserve_gb": float("nan")}, "LaunchConfig.host_memory_reserve_gb=nan: must be a finite number"),
     ({"preflight": "no"}, "LaunchConfig.preflight='no': expected True or False, got str"),
     ({"log_dir": 5}, "LaunchConfig.log_dir=5: expected a path or None, got int"),
-    ({"docker": "lmsysorg/sglang"}, "LaunchConfig.docker='lmsysorg/sglang': expected DockerOptions or None"),
-    ({"ray": "auto"}, "LaunchConfig.ray='auto': expected RayOptions or None, got str"),
+    ({"docker": "lmsysorg/sglang"}, "LaunchConfig.docker='lmsysorg/sglang': expected a DockerOptions or None"),
+    ({"ray": "auto"}, "LaunchConfig.ray='auto': expected a RayOptions or None, got str"),
 ])
 def test_a_field_of_the_wrong_type_is_named_without_its_secrets(kwargs: dict[str, object], message: str) -> None:
     """Not a TypeError from inside (``'>' not supported``), nor a string split into characters."""

@@ -10,6 +10,7 @@ from dataclasses import InitVar, dataclass
 from typing import Any, cast
 
 from pytest_sglang.errors import ConfigError
+from pytest_sglang.fieldtypes import wrong_type
 from pytest_sglang.loadgen.shape.cancel import cancel_count
 from pytest_sglang.loadgen.workloads.forms import DEFAULT_TRACE_CAP, TRACE_KINDS, multiturn_shape
 from pytest_sglang.loadgen.workloads.imageset import image_shape
@@ -139,10 +140,23 @@ class LoadSpec:
             )
             if self.request_timeout_s is None:
                 object.__setattr__(self, "request_timeout_s", timeout_s)
+        self._check_types()
         self._check_shape()
         self._check_sizes()
         self._check_other()
         self._check_cancel()
+
+    def _check_types(self) -> None:
+        """Each field's type first: named here, not a TypeError from a comparison further down."""
+        wrong = wrong_type(self)
+        if wrong is not None:
+            _bad(wrong.name, wrong.value, wrong.problem, f"give {wrong.name} as {wrong.expected}")
+        if not math.isfinite(self.temperature) or self.temperature < 0:
+            _bad("temperature", self.temperature, "must be a finite number >= 0", "use 0.0 for greedy decoding")
+        for name in ("dataset", "model"):
+            if not getattr(self, name):
+                _bad(name, "", "is empty", "see docs/loadgen.md for the datasets" if name == "dataset"
+                     else "give the served model's name")
 
     def _check_shape(self) -> None:
         _count("requests", self.requests, MAX_REQUESTS, "run for a fixed time with load_timeout_s= instead")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pytest_sglang import defaults, redaction
 from pytest_sglang.errors import LaunchConfigError
+from pytest_sglang.fieldtypes import wrong_type
 
 __all__ = [
     "DEFAULT_ADDRESS", "DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_CPUS", "DEFAULT_STRATEGY", "OWNER", "STRATEGIES",
@@ -85,6 +86,9 @@ class RayOptions:
 
     def __post_init__(self) -> None:
         """Normalise the strategy's case and validate every field (:class:`LaunchConfigError`)."""
+        wrong = wrong_type(self)
+        if wrong is not None:
+            raise LaunchConfigError(OWNER, wrong.name, wrong.value, wrong.problem, f"give {{name}} {wrong.expected}")
         object.__setattr__(self, "ray_resources", tuple((str(k), float(v)) for k, v in self.ray_resources))
         object.__setattr__(self, "ray_strategy", check_strategy(self.ray_strategy))
         parse_address(self.ray_address)  # syntax only; RAY_ADDRESS is read when connecting

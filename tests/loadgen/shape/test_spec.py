@@ -48,6 +48,28 @@ def test_bad_spec_messages(kwargs: dict[str, object], message: str) -> None:
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"request_rate": "4"}, "LoadSpec.request_rate='4': expected a number or None, got str. Fix: give "
+                            "request_rate as a number or None"),
+    ({"burstiness": [1]}, "LoadSpec.burstiness=[1]: expected a number, got list"),
+    ({"range_ratio": True}, "LoadSpec.range_ratio=True: expected a number, got bool"),
+    ({"temperature": "0"}, "LoadSpec.temperature='0': expected a number, got str"),
+    ({"temperature": -0.5}, "LoadSpec.temperature=-0.5: must be a finite number >= 0"),
+    ({"temperature": float("nan")}, "LoadSpec.temperature=nan: must be a finite number >= 0"),
+    ({"ignore_eos": "yes"}, "LoadSpec.ignore_eos='yes': expected True or False, got str"),
+    ({"flush_cache": 1}, "LoadSpec.flush_cache=1: expected True or False, got int"),
+    ({"sample_server_metrics": None}, "LoadSpec.sample_server_metrics=None: expected True or False"),
+    ({"seed": "42"}, "LoadSpec.seed='42': expected a whole number, got str"),
+    ({"seed": 4.2}, "LoadSpec.seed=4.2: expected a whole number, got float"),
+    ({"dataset": ["random-ids"]}, "LoadSpec.dataset=['random-ids']: expected a string, got list"),
+    ({"model": ""}, "LoadSpec.model='': is empty"),
+])
+def test_a_field_of_the_wrong_type_is_named_not_a_comparison_error(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        LoadSpec(**kwargs)  # type: ignore[arg-type]
+    assert str(info.value).startswith(message), str(info.value)
+
+
 def test_random_ids_exact_lengths_reproducible() -> None:
     spec = LoadSpec(requests=5, input_len=20, output_len=7)
     prompts = build_prompts(spec)
