@@ -191,8 +191,12 @@ def _describe(side: ABSide) -> str:
         parts.append(f"image {config.docker.image}")
     if config.python:
         parts.append(f"python {config.python}")
+    if config.ray is not None:
+        parts.append(f"placed on Ray (strategy {config.ray.ray_strategy})")
     if side.fleet is not None:
-        parts.append(f"{side.fleet.total} workers, gateway {' '.join(side.fleet.gateway_args) or '(defaults)'}")
+        fleet = side.fleet
+        workers = f"{fleet.prefill} prefill + {fleet.decode} decode workers" if fleet.pd else f"{fleet.total} workers"
+        parts.append(f"{workers}, gateway {' '.join(fleet.gateway_args) or '(defaults)'}")
     return redaction.scrub("; ".join(parts))
 
 

@@ -144,9 +144,12 @@ def verdict_line(report: Mapping[str, Any]) -> str:
         status += f"; {start_failed};" if start_failed else ";"
     else:
         status += f": {start_failed};" if start_failed else ":"
+    # A check that could not be judged is not among the checks: the headline still says it exists.
+    unchecked = sum(len(unchecked_notes(test)) for test in report.get("tests") or [])
     return (f"{status} {s['checks'] - s['checks_failed']}/{s['checks']} checks ok in {s['tests']} "
             f"test{'' if s['tests'] == 1 else 's'} "
-            f"({s['passed']} passed, {s['failed']} failed, {s['error']} errors, {s['skipped']} skipped)")
+            f"({s['passed']} passed, {s['failed']} failed, {s['error']} errors, {s['skipped']} skipped)"
+            + (f"; {unchecked} not checked (cannot judge, or not applicable)" if unchecked else ""))
 
 
 def passed_baseline_notes(test: Mapping[str, Any]) -> list[str]:

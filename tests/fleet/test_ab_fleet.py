@@ -34,3 +34,22 @@ def test_fleet_a_b_launches_each_fleet_in_turn_with_its_gateway(pytester: pytest
     assert "gateway --policy round_robin" in outcome["context"]["A"]
     assert "gateway --policy cache_aware" in outcome["context"]["B"]
     assert len(outcome["checks"]) + len(outcome.get("unchecked", [])) == 4
+
+
+def test_a_prefill_decode_a_b_launches_a_pd_pair_per_launch(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_pd_ab=TEST)
+    counter = pytester.path / "launches.txt"
+    result = pytester.runpytest_subprocess(
+        "--sglang-simulate", "--sglang-prefill", "1", "--sglang-decode", "1",
+        f"--sglang-launch={SIM} --sim-launch-counter {counter}", "--sglang-ab-launches=2", "--junitxml=junit.xml",
+        "-s", "-rs", "-p", "no:cacheprovider")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("error", 0) == 0 and outcomes.get("failed", 0) == 0, result.stdout.str()
+    # 2 launches per side, a prefill and a decode worker each: 8 worker launches, none left running.
+    assert len(counter.read_text().splitlines()) == 8
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(counter) in " ".join(p.info["cmdline"] or [])]
+    root = ET.parse(pytester.path / "junit.xml").getroot()
+    found = [json.loads(p.get("value") or "{}") for p in root.iter("property") if p.get("name") == "sglang_outcome"]
+    (outcome,) = [o for o in found if o.get("gate") == "ab"]
+    assert "1 prefill + 1 decode workers" in outcome["context"]["A"]
+    assert "1 prefill + 1 decode workers" in outcome["context"]["B"] and "(same as A)" in outcome["context"]["B"]

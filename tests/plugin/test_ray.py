@@ -8,11 +8,13 @@ test of the suite on one xdist worker, so counting Ray's processes here is not d
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,6 +96,61 @@ def test_a_fleet_on_a_local_ray_passes_and_leaves_nothing(pytester: pytest.Pytes
     # The run's local Ray stopped with it: no new GCS or raylet, no simulator of the run.
     wait_for(lambda: not (_ray_processes() - before), 30, "the run's Ray processes to end")
     assert "RAY_ADDRESS" not in os.environ
+
+
+AB_ON_RAY = """
+import os, threading, time
+from pathlib import Path
+
+import psutil
+
+
+def test_ab(sglang_ab):
+    counter = Path(os.environ["LAUNCH_COUNTER"])
+    seen, on_ray, stop = set(), set(), threading.Event()
+
+    def watch():  # each launch's simulator, while it runs: does it carry the Ray node actor's mark?
+        while not stop.is_set():
+            for pid in map(int, counter.read_text().split() if counter.exists() else []):
+                if pid not in seen:
+                    try:
+                        env = psutil.Process(pid).environ()
+                    except psutil.Error:
+                        continue
+                    seen.add(pid)
+                    if "PYTEST_SGLANG_RAY_OWNER" in env:
+                        on_ray.add(pid)
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        sglang_ab(requests=16, concurrency=8, input_len=16, output_len=32, warmup=0)
+    finally:
+        stop.set()
+        watcher.join()
+        print("LAUNCHES", len(counter.read_text().split()), "SEEN", len(seen), "ON_RAY", len(on_ray))
+"""
+
+
+def test_an_a_b_run_places_every_launch_on_ray(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _ray_processes()
+    counter = pytester.path / "launches.txt"
+    monkeypatch.setenv("LAUNCH_COUNTER", str(counter))
+    pytester.makepyfile(test_ab_on_ray=AB_ON_RAY)
+    result = pytester.runpytest_subprocess(
+        "-s", "-rs", "-p", "no:cacheprovider", "--sglang-simulate", "--sglang-ray", "auto",
+        f"--sglang-launch={SIM_LAUNCH} --sim-decode-step-ms 1000 --sim-launch-counter {counter}",
+        "--sglang-ab-launches=2", "--junitxml=junit.xml")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("error", 0) == 0 and outcomes.get("failed", 0) == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["LAUNCHES 4 SEEN 4 ON_RAY 4"])  # A B A B, each one on a Ray node
+    root = ET.parse(pytester.path / "junit.xml").getroot()
+    found = [json.loads(p.get("value") or "{}") for p in root.iter("property") if p.get("name") == "sglang_outcome"]
+    (outcome,) = [o for o in found if o.get("gate") == "ab"]
+    assert "placed on Ray (strategy PACK)" in outcome["context"]["A"]
+    wait_for(lambda: not (_ray_processes() - before), 30, "the run's Ray processes to end")
+    assert not _on_ray()
 
 
 def test_a_fleet_bigger_than_the_local_ray_is_refused_at_once_with_the_arithmetic(pytester: pytest.Pytester) -> None:

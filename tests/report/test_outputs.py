@@ -224,6 +224,21 @@ def test_an_interrupted_run_never_says_passed(tmp_path: Path) -> None:
     assert finished["summary"]["interrupted"] is False and "**PASSED: 4/4" in markdown.render(finished)
 
 
+def test_the_headline_counts_what_could_not_be_judged() -> None:
+    tests = _passing()
+    undecided = GateOutcome("ab", checks=[compare("ab", "output_throughput", 0.6, "<=", 5.0)],
+                            unchecked=["p99_ttft_ms: cannot judge a 5% change at this noise",
+                                       "median_itl_ms: cannot judge a 5% change at this noise"])
+    tests.append(records.TestRecord("t::ab", outcome="skipped", gates=[undecided]))
+    report = json_report.build_report(tests, sample.identity(), exitstatus=0)
+    verdict = "; 2 not checked (cannot judge, or not applicable)"
+    shown = " ".join(" ".join(terminal.render(report)).split())  # the terminal wraps the line
+    assert "PASSED: 5/5 checks ok in 4 tests (3 passed, 0 failed, 0 errors, 1 skipped)" + verdict in shown
+    assert verdict in markdown.render(report) and verdict in html.render(report)
+    plain = json_report.build_report(_passing(), sample.identity(), exitstatus=0)
+    assert "not checked" not in "\n".join(terminal.render(plain))
+
+
 def test_escape_sequences_from_the_server_reach_no_output(tmp_path: Path) -> None:
     hostile = "\x1b]0;pwned\x07\x1b[2J\x1b[31mevil/model\x1b[0m\x00\x08\u202e"
     tests = _passing()
