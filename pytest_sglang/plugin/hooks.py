@@ -195,7 +195,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
     resolved = config.stash.get(SETTINGS_KEY, None)
-    if resolved is None or resolved.mode is None or is_worker(config):
+    if resolved is None or is_worker(config):
+        return
+    if resolved.notes and (config.get_verbosity() < 0 or config.option.no_header):
+        for note in resolved.notes:  # the header that says them was not shown (-q, --no-header)
+            terminalreporter.write_line(f"sglang: {note}")
+    if resolved.mode is None:
         return
     from pytest_sglang.plugin.first_run import next_steps, what_was_done
 

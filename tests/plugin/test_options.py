@@ -337,6 +337,9 @@ def test_settings_that_do_nothing_are_named_in_the_header(pytester: pytest.Pytes
     result = pytester.runpytest("--collect-only", *args)
     assert result.ret == 0
     result.stdout.fnmatch_lines([note])
+    for hidden in ("-q", "--no-header"):  # no header to say it: the summary does, once
+        quiet = pytester.runpytest("--collect-only", hidden, *args)
+        assert quiet.stdout.str().count(note) == 1, quiet.stdout.str()
 
 
 # ---- every option is parsed at configure time ---------------------------------------------------
