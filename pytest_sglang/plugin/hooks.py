@@ -14,7 +14,6 @@ import signal
 import threading
 import types
 from collections.abc import Callable, Generator
-from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
 import pytest
@@ -109,16 +108,19 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # --collect-only starts nothing and writes no report
     handed = worker_input(config)
     if handed is None:  # the controller checks once; a usage error would crash a worker
-        _check_output_paths(resolved, config.invocation_params.dir)
+        _check_paths(config, resolved)
     _install_sigterm(config)
     _register_pool(config, resolved)
 
 
-def _check_output_paths(resolved: settings.Settings, invocation_dir: Path) -> None:
+def _check_paths(config: pytest.Config, resolved: settings.Settings) -> None:
     from pytest_sglang.plugin.paths import check_output_paths
+    from pytest_sglang.plugin.rootdir import check_separate_path_values
 
+    invocation = config.invocation_params
     try:
-        check_output_paths(resolved, invocation_dir)
+        check_separate_path_values(invocation.args, invocation.dir, config.rootpath)
+        check_output_paths(resolved, invocation.dir)
     except settings.ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
 

@@ -158,8 +158,9 @@ def test_a_baseline_outside_the_test_dir_still_compares_a_slower_candidate(
     real: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # As found: tests in gate/, reports in a CI artifact folder next to it, pytest started in gate/.
-    # pytest picks its rootdir before plugin options are parsed: the existing baseline file, a
-    # path-like argument, moves it from gate/ to their common parent, and every id gains "gate/".
+    # pytest picks its rootdir before plugin options are parsed: the existing baseline file given as a
+    # separate word would move it from gate/ to their common parent (refused, with the fix); a rootdir
+    # chosen elsewhere (--rootdir here) gives every id "gate/", and the baseline still matches by key.
     gate = real.mkdir("gate")
     for path in real.path.glob("*.py"):
         path.rename(gate / path.name)
@@ -169,7 +170,12 @@ def test_a_baseline_outside_the_test_dir_still_compares_a_slower_candidate(
     recorded = _run(real, FAST, "--sglang-report", base)
     recorded.assert_outcomes(passed=2)
     recorded.stdout.fnmatch_lines([f"rootdir: {gate}"])
-    result = _run(real, CANDIDATE, "--sglang-baseline", base, "--sglang-max-regression=5%")
+    refused = _run(real, CANDIDATE, "--sglang-baseline", base, "--sglang-max-regression=5%")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["ERROR: --sglang-baseline='../artifacts/base.json': given as a separate word, an "
+                                  f"existing path counts as a test path *the rootdir became {real.path}*. Fix: "
+                                  "write --sglang-baseline=../artifacts/base.json"])
+    result = _run(real, CANDIDATE, f"--sglang-baseline={base}", f"--rootdir={real.path}", "--sglang-max-regression=5%")
     result.stdout.fnmatch_lines([f"rootdir: {real.path}"])
     # Before: "2 test(s) not in the baseline, not compared", and the 3x slower candidate passed.
     result.assert_outcomes(passed=1, failed=1)
