@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -13,6 +15,15 @@ TEST = '''
 def test_ab(sglang_ab):
     sglang_ab(requests=16, concurrency=8, input_len=16, output_len=32, warmup=0)
 '''
+
+
+def _left_nothing_and_the_outcome(pytester: pytest.Pytester, counter: Path) -> dict[str, Any]:
+    """No launch of the run left running; the A/B outcome from the JUnit file."""
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(counter) in " ".join(p.info["cmdline"] or [])]
+    root = ET.parse(pytester.path / "junit.xml").getroot()
+    found = [json.loads(p.get("value") or "{}") for p in root.iter("property") if p.get("name") == "sglang_outcome"]
+    (outcome,) = [o for o in found if o.get("gate") == "ab"]
+    return outcome
 
 
 def test_fleet_a_b_launches_each_fleet_in_turn_with_its_gateway(pytester: pytest.Pytester) -> None:
@@ -27,10 +38,7 @@ def test_fleet_a_b_launches_each_fleet_in_turn_with_its_gateway(pytester: pytest
         "failed", 0) == 1, result.stdout.str()
     # 2 launches per side, 2 workers each: 8 worker launches, none left running.
     assert len(counter.read_text().splitlines()) == 8
-    assert not [p for p in psutil.process_iter(["cmdline"]) if str(counter) in " ".join(p.info["cmdline"] or [])]
-    root = ET.parse(pytester.path / "junit.xml").getroot()
-    found = [json.loads(p.get("value") or "{}") for p in root.iter("property") if p.get("name") == "sglang_outcome"]
-    (outcome,) = [o for o in found if o.get("gate") == "ab"]
+    outcome = _left_nothing_and_the_outcome(pytester, counter)
     assert "gateway --policy round_robin" in outcome["context"]["A"]
     assert "gateway --policy cache_aware" in outcome["context"]["B"]
     assert len(outcome["checks"]) + len(outcome.get("unchecked", [])) == 4
@@ -47,9 +55,6 @@ def test_a_prefill_decode_a_b_launches_a_pd_pair_per_launch(pytester: pytest.Pyt
     assert outcomes.get("error", 0) == 0 and outcomes.get("failed", 0) == 0, result.stdout.str()
     # 2 launches per side, a prefill and a decode worker each: 8 worker launches, none left running.
     assert len(counter.read_text().splitlines()) == 8
-    assert not [p for p in psutil.process_iter(["cmdline"]) if str(counter) in " ".join(p.info["cmdline"] or [])]
-    root = ET.parse(pytester.path / "junit.xml").getroot()
-    found = [json.loads(p.get("value") or "{}") for p in root.iter("property") if p.get("name") == "sglang_outcome"]
-    (outcome,) = [o for o in found if o.get("gate") == "ab"]
+    outcome = _left_nothing_and_the_outcome(pytester, counter)
     assert "1 prefill + 1 decode workers" in outcome["context"]["A"]
     assert "1 prefill + 1 decode workers" in outcome["context"]["B"] and "(same as A)" in outcome["context"]["B"]
