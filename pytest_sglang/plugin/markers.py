@@ -200,7 +200,8 @@ def _sglang_markers(request: pytest.FixtureRequest) -> None:
         except GateCannotJudge as exc:
             text = redaction.scrub(f"@pytest.mark.{mark.name} could not judge: {exc}")
             if settings is not None and settings.sglang_strict:
-                pytest.fail(f"{text} (--sglang-strict: a check that cannot judge fails)", pytrace=False)
+                raise pytest.fail.Exception(  # from None: the message once, not again as the cause
+                    f"{text} (--sglang-strict: a check that cannot judge fails)", pytrace=False) from None
             pytest.skip(text)
         except GateNotApplicable as exc:
             pytest.skip(str(exc))

@@ -93,6 +93,7 @@ def test_under_strict_a_probe_that_could_not_be_judged_fails(pytester: pytest.Py
     result.stdout.fnmatch_lines(["*@pytest.mark.sglang_probes could not judge: readiness probe GET /health *: 1 "
                                  "probe(s) during the * s load, too few for the 3 failures in a row a failure needs*"])
     result.stdout.fnmatch_lines(["*(--sglang-strict: a check that cannot judge fails)*"])
+    assert "During handling" not in result.stdout.str()  # the message once, not again as its cause
 
 
 def test_no_probe_on_one_dp_rank_checks_nothing_and_sends_no_load(pytester: pytest.Pytester) -> None:
