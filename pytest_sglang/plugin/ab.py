@@ -143,8 +143,13 @@ class ABRunner:
         a_config = launch_config(settings, self._pool.log_dir())
         b_args = a_config.args if settings.sglang_ab_launch is None else tuple(settings.sglang_ab_launch)
         if launch_b is not None:
+            if not isinstance(launch_b, str) and (not isinstance(launch_b, Sequence)
+                                                  or not all(isinstance(x, str) for x in launch_b)):
+                raise ConfigError("sglang_ab(launch_b=...)", f"<{type(launch_b).__name__}>", "expected B's launch "
+                                  "args as one string or a list of strings", "pass e.g. launch_b=\"--model-path M "
+                                  "--tp 2\"")
             try:
-                argv = parse_args(launch_b) if isinstance(launch_b, str) else [str(x) for x in launch_b]
+                argv = parse_args(launch_b) if isinstance(launch_b, str) else list(launch_b)
                 check_launch(argv)  # a typo in B's args is refused before anything starts
             except ConfigError as exc:
                 raise ConfigError("sglang_ab(launch_b=...)", launch_b, exc.problem, exc.fix) from None

@@ -136,6 +136,9 @@ def paired_limits(text: str | None, metrics: Sequence[str], option: str) -> dict
     """
     if text is None:
         return {m: DEFAULT_LIMIT_PCT for m in metrics}
+    if not isinstance(text, str):
+        raise ConfigError(option, text, f"expected a string, got {type(text).__name__}",
+                          "give a percentage like '5%' or metric:percent pairs like 'output_throughput:5%'")
     try:
         per = parse_limits(text).per_metric
     except ConfigError as exc:

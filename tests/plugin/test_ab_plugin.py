@@ -92,7 +92,7 @@ def test_bad_ab_keywords_fail_naming_them_and_launch_nothing(pytester: pytest.Py
     counter = pytester.path / "launches.txt"
     result = pytester.runpytest_subprocess("--sglang-simulate", "-p", "no:cacheprovider",
                                            f"--sglang-launch={A} --sim-launch-counter {counter}")
-    result.assert_outcomes(failed=13)
+    result.assert_outcomes(failed=15)
     result.stdout.fnmatch_lines_random([
         "*sglang_ab(launches=...)=1: must be a whole number of launches per side from 2 to 1000*",
         "*sglang_ab(launches=...)='3': must be a whole number*",
@@ -107,6 +107,8 @@ def test_bad_ab_keywords_fail_naming_them_and_launch_nothing(pytester: pytest.Py
         "*sglang_ab(launch_b=...)=\"--model-path 'M\": cannot be split like a shell command line*",
         "*sglang_ab() has no field 'reqests' (did you mean 'requests'?)*",
         "*sglang_ab(): give either a LoadSpec or LoadSpec fields, not both*",
+        "*sglang_ab(max_regression=...)=5: expected a string, got int*",
+        "*sglang_ab(launch_b=...)='<int>': expected B's launch args as one string or a list of strings*",
     ])
     assert not counter.exists()  # refused before anything started
     assert "During handling" not in result.stdout.str()  # each message once, not again as the cause's chain
