@@ -30,8 +30,12 @@ def check_separate_path_values(args: Sequence[str], invocation_dir: Path, rootpa
     for flag, value in itertools.pairwise(words):
         if flag not in VALUED or value.startswith("-") or not value:
             continue
-        path = Path(invocation_dir, value).resolve()
-        if path.exists() and not path.is_relative_to(here):
+        try:
+            path = Path(invocation_dir, value).resolve()
+            outside = path.exists() and not path.is_relative_to(here)
+        except (OSError, ValueError):  # not a name the OS accepts (a NUL byte): pytest took no path from it
+            continue
+        if outside:
             raise ConfigError(
                 flag, value, "given as a separate word, an existing path counts as a test path when pytest picks "
                 f"its rootdir and ini file, before it knows this option (pytest-dev/pytest#8846): the rootdir "

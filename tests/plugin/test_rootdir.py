@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
+
+from pytest_sglang.errors import ConfigError
+from pytest_sglang.plugin.rootdir import check_separate_path_values
 
 
 def test_an_outside_path_as_a_separate_word_is_refused_with_the_fix(pytester: pytest.Pytester) -> None:
@@ -38,3 +42,9 @@ def test_one_word_an_inside_path_and_a_non_path_run(pytester: pytest.Pytester, a
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
     assert "given as a separate word" not in result.stderr.str()
     result.stdout.fnmatch_lines([f"rootdir: {pytester.path}"])
+
+
+def test_a_value_no_path_can_have_is_left_to_its_option(tmp_path: Path) -> None:
+    check_separate_path_values(["--sglang-run-label", "a\x00b", "--sglang-log-dir", "logs"], tmp_path, tmp_path)
+    with pytest.raises(ConfigError, match=r"^--sglang-log-dir='/': given as a separate word"):
+        check_separate_path_values(["--sglang-run-label", "a\x00b", "--sglang-log-dir", "/"], tmp_path, tmp_path)
