@@ -17,7 +17,7 @@ import importlib.util
 import math
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -154,6 +154,8 @@ class LaunchConfig:
 
     def __post_init__(self) -> None:
         """Freeze sequences, validate fields, parse the launch args once and register their secrets."""
+        if isinstance(self.env, Mapping):  # env={"HF_HOME": "/models"} reads as it is meant
+            object.__setattr__(self, "env", tuple(self.env.items()))
         self._check_types()
         # Accept lists from callers but keep the dataclass hashable and truly frozen.
         object.__setattr__(self, "args", tuple(self.args))

@@ -134,7 +134,8 @@ def test_engine_errors_name_the_field_value_and_fix(kwargs: dict[str, object], m
                        "LaunchConfig(runner=...) a string"),
     ({"python": 3}, "LaunchConfig.python=3: expected a string or None, got int"),
     ({"api_key": b"sk-bytes-key-7f"}, "LaunchConfig.api_key='<bytes>': expected a string or None, got bytes"),
-    ({"env": {"HF_TOKEN": "hf_in_a_dict_7f"}}, "LaunchConfig.env='<dict>': expected a list of (string, string) pairs"),
+    ({"env": {"HF_TOKEN": 7}}, "LaunchConfig.env='<tuple>': expected a list of (string, string) pairs"),
+    ({"env": 5}, "LaunchConfig.env='<int>': expected a list of (string, string) pairs"),
     ({"env": (("A",),)}, "LaunchConfig.env='<tuple>': expected a list of (string, string) pairs, got tuple"),
     ({"startup_timeout_s": "600"}, "LaunchConfig.startup_timeout_s='600': expected a number, got str"),
     ({"startup_timeout_s": float("inf")}, "LaunchConfig.startup_timeout_s=inf: must be a finite number of seconds"),
@@ -151,6 +152,11 @@ def test_a_field_of_the_wrong_type_is_named_without_its_secrets(kwargs: dict[str
         LaunchConfig(**{"args": ("--model-path", "m"), **kwargs})  # type: ignore[arg-type]
     assert str(info.value).startswith(message), str(info.value)
     assert "7f" not in str(info.value)
+
+
+def test_env_may_be_a_mapping() -> None:
+    config = LaunchConfig(args=("--model-path", "m"), env={"HF_HOME": "/models"})
+    assert config.env == (("HF_HOME", "/models"),) and hash(config)
 
 
 SECRET = "sk-repr-never-shown-51c2"
