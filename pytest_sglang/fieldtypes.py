@@ -16,7 +16,7 @@ import dataclasses
 import os
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,10 +39,15 @@ class WrongType:
         return f"<{type(self.value).__name__}>" if self.name in secret_fields else self.value
 
 
-def wrong_type(obj: object) -> WrongType | None:
-    """The first init field of dataclass ``obj`` whose value does not match its annotation, or None."""
+def wrong_type(obj: object, names: Collection[str] | None = None) -> WrongType | None:
+    """The first init field of dataclass ``obj`` (of ``names``, default all) not matching its annotation, or None.
+
+    ``names`` leaves out the fields whose own checks already name a wrong type in words of their own.
+    """
     hints = typing.get_type_hints(type(obj))
     for field in dataclasses.fields(obj):  # type: ignore[arg-type]  # a dataclass instance, checked by fields()
+        if names is not None and field.name not in names:
+            continue
         if field.init and field.name in hints and not matches(getattr(obj, field.name), hints[field.name]):
             return WrongType(field.name, getattr(obj, field.name), describe(hints[field.name]))
     return None

@@ -149,7 +149,7 @@ def verdict_line(report: Mapping[str, Any]) -> str:
     return (f"{status} {s['checks'] - s['checks_failed']}/{s['checks']} checks ok in {s['tests']} "
             f"test{'' if s['tests'] == 1 else 's'} "
             f"({s['passed']} passed, {s['failed']} failed, {s['error']} errors, {s['skipped']} skipped)"
-            + (f"; {unchecked} not checked (cannot judge, or not applicable)" if unchecked else ""))
+            + (f"; {unchecked} not checked" if unchecked else ""))
 
 
 def passed_baseline_notes(test: Mapping[str, Any]) -> list[str]:

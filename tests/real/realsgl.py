@@ -58,6 +58,10 @@ class RealSetup:
         return ["--model-path", str(self.model), *CPU_ARGS, *extra]
 
 
+#: Restarts on a new port when another process took the picked one before SGLang bound it.
+PORT_RETRIES = 2
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -105,11 +109,25 @@ class RawServer:
         self.started_at = time.monotonic()
 
     def wait_healthy(self, timeout_s: float = 240.0) -> float:
-        """Poll /health every 0.1 s until 200, recording each probe; also /server_info at the first 503."""
+        """Poll /health every 0.1 s until 200, recording each probe; also /server_info at the first 503.
+
+        The port is picked free, then bound by SGLang ~20 s later on a busy machine: another process
+        can take it in between (uvicorn: ``address already in use``, and SGLang kills itself two minutes
+        later when its warmup cannot reach itself). Then the server starts again on a new port, within
+        the same deadline, at most :data:`PORT_RETRIES` times.
+        """
         assert self.proc is not None
         deadline = self.started_at + timeout_s
+        retries = 0
         with httpx.Client(base_url=self.url, timeout=30.0, headers=self.auth()) as client:
             while time.monotonic() < deadline:
+                if self._port_taken() and retries < PORT_RETRIES:
+                    retries += 1
+                    self.stop(grace_s=5.0)
+                    self.port, self.timeline = free_port(), []
+                    self.start()
+                    client.base_url = httpx.URL(self.url)
+                    continue
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"real SGLang exited rc={self.proc.returncode}; log {self.log_path}")
                 probe = self._probe(client, "/health")
@@ -119,6 +137,16 @@ class RawServer:
                     return probe.t
                 time.sleep(0.1)
         raise TimeoutError(f"real SGLang not healthy after {timeout_s}s; log {self.log_path}")
+
+    def _port_taken(self) -> bool:
+        """uvicorn could not bind this server's port (the end of the log, read bounded)."""
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(max(0, self.log_path.stat().st_size - 65536))
+                tail = log.read()
+        except OSError:
+            return False
+        return f"('127.0.0.1', {self.port}): address already in use".encode() in tail
 
     def _probe(self, client: httpx.Client, path: str) -> Probe:
         t = round(time.monotonic() - self.started_at, 2)

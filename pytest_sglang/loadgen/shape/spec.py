@@ -148,7 +148,7 @@ class LoadSpec:
 
     def _check_types(self) -> None:
         """Each field's type first: named here, not a TypeError from a comparison further down."""
-        wrong = wrong_type(self)
+        wrong = wrong_type(self, _TYPED_HERE)
         if wrong is not None:
             _bad(wrong.name, wrong.value, wrong.problem, f"give {wrong.name} as {wrong.expected}")
         if not math.isfinite(self.temperature) or self.temperature < 0:
@@ -428,6 +428,12 @@ def dataset_parts(dataset: str) -> tuple[str, str]:
     """Split a ``dataset`` value into its kind and path (``"sharegpt:PATH"``)."""
     kind, _, path = dataset.partition(":")
     return kind, path
+
+
+#: The fields no check below types (a comparison would raise TypeError, or the value was taken as it came);
+#: the others say a wrong type in their own words (``must be a whole number >= 1``).
+_TYPED_HERE = ("request_rate", "burstiness", "range_ratio", "temperature", "ignore_eos", "flush_cache",
+               "sample_server_metrics", "seed", "dataset", "model")
 
 
 def _count(name: str, value: object, limit: int, why: str) -> None:
