@@ -44,13 +44,23 @@ def wrong_type(obj: object, names: Collection[str] | None = None) -> WrongType |
 
     ``names`` leaves out the fields whose own checks already name a wrong type in words of their own.
     """
-    hints = typing.get_type_hints(type(obj))
+    hints = _hints(type(obj))
     for field in dataclasses.fields(obj):  # type: ignore[arg-type]  # a dataclass instance, checked by fields()
         if names is not None and field.name not in names:
             continue
         if field.init and field.name in hints and not matches(getattr(obj, field.name), hints[field.name]):
             return WrongType(field.name, getattr(obj, field.name), describe(hints[field.name]))
     return None
+
+
+#: Per class, read once: evaluating the string annotations was ~90 % of a LoadSpec's construction.
+_HINTS: dict[type, dict[str, object]] = {}
+
+
+def _hints(cls: type) -> dict[str, object]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def matches(value: object, hint: object) -> bool:

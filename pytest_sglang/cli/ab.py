@@ -62,14 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-#: The LoadSpec fields the command's flags set (argparse's dest is the field name).
-LOAD_FLAGS = ("requests", "concurrency", "request_rate", "input_len", "output_len", "range_ratio", "dataset",
-              "warmup", "seed")
-
-
 def given_load(args: argparse.Namespace) -> dict[str, object]:
-    """The LoadSpec fields of the flags given, checked over the default load; errors name the flag."""
-    given: dict[str, object] = {name: value for name, value in vars(args).items() if name in LOAD_FLAGS}
+    """The LoadSpec fields of the flags given, checked over the default load; errors name the flag.
+
+    The parser's only arguments are the shape flags, without defaults: ``args`` holds just those given,
+    each under its LoadSpec field name (argparse's dest).
+    """
+    given: dict[str, object] = dict(vars(args))
     try:
         LoadSpec(**load_fields(given))  # type: ignore[arg-type]  # LoadSpec checks each value
     except ConfigError as exc:

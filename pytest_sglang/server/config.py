@@ -26,13 +26,7 @@ from pytest_sglang.errors import ConfigError, LaunchConfigError
 from pytest_sglang.fieldtypes import wrong_type
 from pytest_sglang.server.options import docker as docker_options
 from pytest_sglang.server.options.ray import RayOptions
-from pytest_sglang.sglang.args import (
-    LaunchArgs,
-    command_flags,
-    display_argv,
-    display_launch,
-    parse_launch_args,
-)
+from pytest_sglang.sglang.args import LaunchArgs, command_flags, display_argv, display_launch, parse_launch_args
 from pytest_sglang.sockets import free_port
 
 RUNNERS = defaults.RUNNERS
